@@ -1,0 +1,26 @@
+/* admission.h: the code limiter. It sheds, never queues: global concurrency, per-caller
+ * concurrency and a per-caller token bucket (wire.md §11.2 step 17). Thread-safe.
+ * Invariant: every successful adm_acquire is matched by exactly one adm_release. */
+#pragma once
+#include <stdint.h>
+
+#include "err.h"
+
+struct adm;
+
+struct adm_config {
+    uint32_t max_concurrent;     /* >= 1 */
+    uint32_t per_key_concurrent; /* >= 1 */
+    uint32_t rate_per_min;       /* 0 disables the bucket */
+    uint32_t rate_burst;         /* >= 1 when rate_per_min > 0 */
+};
+
+enum adm_shed { ADM_SHED_AT_CAPACITY, ADM_SHED_PER_KEY, ADM_SHED_RATE, ADM_SHED_N };
+
+struct adm *adm_new(const struct adm_config *cfg);
+void adm_free(struct adm *a);
+/* now_ms is a monotonic clock reading. On refusal: PLM_E_CAPACITY / capacity. */
+int adm_acquire(struct adm *a, const char *caller, uint64_t now_ms, struct plm_err *err);
+void adm_release(struct adm *a, const char *caller);
+uint32_t adm_inflight(struct adm *a);
+uint64_t adm_shed_count(struct adm *a, enum adm_shed why);

@@ -1,0 +1,54 @@
+/* cleanup.h: scope-bound ownership (crun/systemd style). Declare owned values with a cleanup
+ * attribute and a sentinel; hand ownership on only with take_ptr()/take_fd()/take_pid(). */
+#pragma once
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static inline void cleanup_free_fn(void *p) { free(*(void **)p); }
+static inline void cleanup_close_fn(int *fd)
+{
+    if (*fd >= 0) {
+        int saved = errno;
+        close(*fd);
+        errno = saved;
+    }
+}
+/* A child still owned at scope exit is killed and reaped: no orphan, no zombie. */
+static inline void cleanup_pid_fn(pid_t *pid)
+{
+    if (*pid > 0) {
+        int saved = errno;
+        kill(*pid, SIGKILL);
+        while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        errno = saved;
+    }
+}
+
+#define cleanup_free __attribute__((cleanup(cleanup_free_fn)))
+#define cleanup_close __attribute__((cleanup(cleanup_close_fn)))
+#define cleanup_pid __attribute__((cleanup(cleanup_pid_fn)))
+
+static inline void *take_ptr_impl(void **p)
+{
+    void *v = *p;
+    *p = NULL;
+    return v;
+}
+#define take_ptr(p) take_ptr_impl((void **)(p))
+static inline int take_fd(int *fd)
+{
+    int v = *fd;
+    *fd = -1;
+    return v;
+}
+static inline pid_t take_pid(pid_t *pid)
+{
+    pid_t v = *pid;
+    *pid = -1;
+    return v;
+}

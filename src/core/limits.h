@@ -1,0 +1,26 @@
+/* limits.h: every named maximum on outside input, checked before allocation.
+ * Values marked (spec) are the reference's (shared/spec/providers.md §1.4, wire.md §5.4, §18). */
+#pragma once
+
+#define LIM_BODY_MAX (8u * 1024 * 1024)         /* (spec) raw request body */
+#define LIM_MESSAGE_MAX (8u * 1024 * 1024)      /* (spec) decoded message */
+#define LIM_JSON_DEPTH 32                       /* nesting of a request's JSON */
+#define LIM_HEADER_MAX (32u * 1024)             /* (spec) request header bytes */
+#define LIM_CODE_MAX (256u * 1024)              /* (spec) snippet code */
+#define LIM_STEPS_MAX 20                        /* (spec) project steps */
+#define LIM_STEP_MAX (16u * 1024)               /* (spec) one step command */
+#define LIM_FILES_MAX 200                       /* (spec) project files */
+#define LIM_FILES_TOTAL_MAX (4u * 1024 * 1024)  /* (spec) total file content */
+#define LIM_PATH_MAX 1024                       /* (spec) file or artifact path */
+#define LIM_ARTIFACTS_MAX 100                   /* (spec) artifact paths */
+#define LIM_GRANT_PROFILE_MAX 128               /* grant profile name */
+#define LIM_RULE_IDENTITIES_MAX 32              /* (spec) approved identities */
+#define LIM_RULE_IDENTITY_MAX 256               /* (spec, "roughly") one identity */
+#define LIM_MODEL_MAX 64                        /* (spec) module model id */
+#define LIM_ROWS_MAX 1024                       /* module rows */
+#define LIM_ROW_VALUES_MAX 1024                 /* values in one module row */
+#define LIM_TRACE_ID_MAX 64                     /* (spec) trace id */
+#define LIM_TIMEOUT_MS_MAX 300000               /* (spec) RPC-edge clamp */
+#define LIM_OUTPUT_MAX (64u * 1024)             /* (spec) guest output per stream */
+#define LIM_RESPONSE_MAX (32u * 1024 * 1024)    /* (spec) client response cap */
+#define LIM_TOKEN_MAX 4096                      /* bearer token bytes */

@@ -1,0 +1,27 @@
+/* json_codec.h: one generic proto3 JSON codec driven by protobuf-c descriptors (wire.md §6).
+ * Trusts: nothing in the input text. Invariant: decode either returns a complete message owned
+ * by the caller (free with protobuf_c_message_free_unpacked(msg, NULL)) or NULL with a message in
+ * err; it never aborts on any input. Encoding never fails except out of memory. */
+#pragma once
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+
+#include "../core/err.h"
+
+/* Parses len bytes of JSON into a new message of type desc.
+ * Input rules: strict UTF-8, duplicate keys rejected, both lowerCamelCase and the proto field name
+ * accepted (the same field under both spellings is a duplicate), null = zero value, unknown keys
+ * ignored, int64/uint64 as number or decimal string (range checked), int32/uint32 likewise,
+ * enums by name or number, bytes as standard or URL-safe base64 (padded or not), doubles as numbers
+ * or "NaN"/"Infinity"/"-Infinity" (and -0 kept), nesting depth <= LIM_JSON_DEPTH, more than one
+ * member of a oneof set is an error, strings containing U+0000 are an error.
+ * Errors are PLM_E_INVALID with refusal PLM_REFUSAL_NONE (a decode error carries no detail). */
+ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
+                                   struct plm_err *err);
+
+/* Serialises msg as compact proto3 JSON: lowerCamelCase names, zero values omitted (oneof
+ * members emitted when set even if zero-valued), int64/uint64 as decimal strings, enums by name
+ * (unknown numbers as numbers), bytes as padded standard base64, doubles shortest round-trip with
+ * "NaN"/"Infinity"/"-Infinity" strings and -0 as -0. Returns a malloc'd NUL-terminated string and
+ * its length in *len_out, or NULL out of memory. */
+char *wire_json_encode(const ProtobufCMessage *msg, size_t *len_out);
