@@ -24,10 +24,10 @@
 #define CLI_TIMEOUT_S 360L /* whole-exchange deadline (wire.md §5.3) */
 #define CLI_VERSION "0.1.0"
 
-/* Exit codes. Guest exit codes 0..199 pass through unchanged after a checked run; the client's
+/* Exit codes. Guest exit codes 0..198 pass through unchanged after a checked run; the client's
  * own outcomes sit above them so a script can tell them apart (docs/cli.md). */
 enum cli_exit {
-    CLI_EXIT_GUEST_OUT_OF_RANGE = 199, /* checked run, guest code outside 0..199 (see the card) */
+    CLI_EXIT_GUEST_OUT_OF_RANGE = 199, /* checked run, guest code outside 0..198 (see the card) */
     CLI_EXIT_REFUSED = 200,            /* refused before dispatch: no code ran */
     CLI_EXIT_EVIDENCE = 201,           /* evidence mismatch: isolation below the floor; code may have run */
     CLI_EXIT_RECORD = 202,             /* record mismatch / answer not bound: code may have run */
@@ -139,6 +139,12 @@ struct cli_outcome {
  * header are disregarded. */
 void cli_classify_error(const struct cli_error_answer *e, bool bound, const char *nd_header,
                         struct cli_outcome *o);
+
+/* The checks before decoding (wire.md §11.5, §5.3, §9): a 200 must be bound (else record
+ * mismatch, "answer not bound") and must be application/json (else a malformed-response transport
+ * error); any other status is a Connect error, classified by cli_classify_error. True only for a
+ * bound 200 application/json answer, ready to decode; otherwise *o says what it was. */
+bool cli_classify_http(const char *sent_id, const struct cli_http_answer *a, struct cli_outcome *o);
 
 /* The record checks of wire.md §13.8 for a single Run: `sent` is the message we encoded,
  * `resp` the response as decoded. 0 when every check passes, else -1 with

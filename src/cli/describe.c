@@ -1,0 +1,156 @@
+/* describe.c: `plimsoll describe`: what the daemon says it is, with its evidence card.
+ * Owns: the command line of `describe` and the decoded DescribeResponse.
+ * Trusts: nothing in the answer beyond printing it (escaped); the answer must still be bound to
+ * our request id, be a 200 and be application/json, as for Run.
+ * Invariant: a protocol other than ours is never silent: a warning and exit 203. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/cleanup.h"
+#include "../wire/json_codec.h"
+#include "cli.h"
+
+#define DESCRIBE_PATH "/plimsoll.v1.SandboxService/Describe"
+
+void cli_usage_describe(FILE *f)
+{
+    fputs("usage: plimsoll describe [--url URL] [--token-file FILE] [--json]\n"
+          "\n"
+          "Asks the daemon what it runs: provider, tier, protocol, payload environments, resources,\n"
+          "policy and the evidence card behind the tier (each startup check with pass or FAIL).\n"
+          "\n"
+          "  --url URL          daemon base URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL ")\n"
+          "  --token-file FILE  bearer token file (default $PLIMSOLL_TOKEN, else no token)\n"
+          "  --json             print the DescribeResponse as proto3 JSON on stdout\n"
+          "  -h, --help         this text\n"
+          "\n"
+          "Exit status: 0; 203 when the daemon serves another protocol than 3 (a warning is\n"
+          "printed) or on a transport error; 202 answer not bound; 200/205 error answers (see\n"
+          "docs/cli.md); 204 usage error.\n",
+          f);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("plimsoll describe: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n(try `plimsoll describe --help`)\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+static void print_failure(const struct cli_outcome *o)
+{
+    char reason[32];
+    fputs("plimsoll describe: ", stderr);
+    switch (o->verdict) {
+    case CLI_V_REFUSED:
+        cli_reason_name(o->refusal, reason, sizeof reason);
+        fprintf(stderr, "refused before dispatch: %s: %s: ", reason, o->code);
+        cli_put_safe(stderr, o->message, "");
+        break;
+    case CLI_V_ERROR:
+        fprintf(stderr, "error: %s: ", o->code);
+        cli_put_safe(stderr, o->message, "");
+        if (o->detail_disregarded)
+            fputs(" (not bound to this request; its not-dispatched mark was disregarded)", stderr);
+        break;
+    default:
+        cli_put_safe(stderr, o->message, "");
+        break;
+    }
+    fputc('\n', stderr);
+}
+
+int cli_cmd_describe(int argc, char **argv)
+{
+    const char *url_flag = NULL, *token_file = NULL;
+    bool json_out = false;
+    static const struct option opts[] = {
+        {"url", required_argument, NULL, 'u'},
+        {"token-file", required_argument, NULL, 'k'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'u': url_flag = optarg; break;
+        case 'k': token_file = optarg; break;
+        case 'j': json_out = true; break;
+        case 'h': cli_usage_describe(stdout); return 0;
+        case ':': return usage_error("option `%s` needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option `%s`", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument `%s`", argv[optind]);
+
+    struct plm_err err = {0};
+    char *token = NULL;
+    if (cli_token_load(token_file, &token, &err) < 0) {
+        fprintf(stderr, "plimsoll describe: %s\n", err.msg);
+        return CLI_EXIT_USAGE;
+    }
+    char rid[33];
+    if (cli_request_id(rid) < 0) {
+        cli_token_free(token);
+        fprintf(stderr, "plimsoll describe: getrandom failed\n");
+        return CLI_EXIT_TRANSPORT;
+    }
+    struct cli_conn conn = {.url = cli_base_url(url_flag), .token = token};
+    struct cli_http_answer ans;
+    struct cli_outcome o = {0};
+    int r = cli_http_post(&conn, DESCRIBE_PATH, "{}", 2, rid, &ans, &err);
+    cli_token_free(token);
+    if (r < 0) {
+        o.verdict = CLI_V_TRANSPORT;
+        snprintf(o.message, sizeof o.message, "transport error: %.480s", err.msg);
+        print_failure(&o);
+        return CLI_EXIT_TRANSPORT;
+    }
+    cli_cleanup_pb Plimsoll__V1__DescribeResponse *d = NULL;
+    if (cli_classify_http(rid, &ans, &o)) {
+        d = (Plimsoll__V1__DescribeResponse *)wire_json_decode(&plimsoll__v1__describe_response__descriptor,
+                                                               ans.body, ans.body_len, &err);
+        if (!d) {
+            o.verdict = CLI_V_TRANSPORT;
+            snprintf(o.message, sizeof o.message, "malformed response: %.480s", err.msg);
+        }
+    }
+    cli_http_answer_done(&ans);
+    if (!d) {
+        print_failure(&o);
+        return cli_exit_status(&o, NULL);
+    }
+
+    if (json_out) {
+        size_t n = 0;
+        cleanup_free char *text = wire_json_encode(&d->base, &n);
+        if (!text) {
+            fprintf(stderr, "plimsoll describe: out of memory\n");
+            return CLI_EXIT_TRANSPORT;
+        }
+        fwrite(text, 1, n, stdout);
+        fputc('\n', stdout);
+    } else {
+        cli_describe_print(stdout, d);
+    }
+    fflush(stdout);
+    if (d->protocol != CLI_PROTOCOL) {
+        /* The Python client raises ProtocolMismatchError here (wire.md §10): every Run would be
+         * refused `unimplemented`, so say it now. */
+        fprintf(stderr, "plimsoll describe: warning: the daemon serves protocol %u; this client speaks %d, so "
+                        "its runs will be refused\n", d->protocol, CLI_PROTOCOL);
+        return CLI_EXIT_TRANSPORT;
+    }
+    return 0;
+}

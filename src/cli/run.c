@@ -1,0 +1,300 @@
+/* run.c: `plimsoll run`: send one JavaScript snippet at protocol 3 and check the answer.
+ * Owns: the command line of `run`, the snippet bytes, the request message we encode (the only
+ * thing the record check trusts), the decoded answer.
+ * Trusts: nothing in the answer until check.c has passed it; guest output reaches our stdout and
+ * stderr only for a checked answer (ran, or evidence mismatch whose record did check).
+ * Invariant: the request digest is recomputed from the very message we encoded and sent. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/cleanup.h"
+#include "../core/limits.h"
+#include "../wire/json_codec.h"
+#include "cli.h"
+
+#define RUN_PATH "/plimsoll.v1.SandboxService/Run"
+
+void cli_usage_run(FILE *f)
+{
+    fputs("usage: plimsoll run [-e CODE | FILE | -] [--min-isolation TIER] [--timeout SECONDS]\n"
+          "                    [--url URL] [--token-file FILE] [--json]\n"
+          "\n"
+          "Runs one JavaScript snippet in the daemon's sandbox and checks the answer: the request id\n"
+          "echo, the run record's digests, and the actual tier against the floor.\n"
+          "\n"
+          "  -e, --eval CODE        the snippet as an argument\n"
+          "  FILE                   read the snippet from FILE ('-' or no source: standard input,\n"
+          "                         unless it is a terminal)\n"
+          "  --min-isolation TIER   refuse unless the sandbox is at least TIER:\n"
+          "                         process, container, kernel or vm\n"
+          "  --timeout SECONDS      run time limit, 0 < SECONDS <= 300 (default: the daemon's)\n"
+          "  --url URL              daemon base URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL ")\n"
+          "  --token-file FILE      bearer token file (default $PLIMSOLL_TOKEN, else no token)\n"
+          "  --json                 print one JSON object on stdout instead of the guest output\n"
+          "                         and the run card\n"
+          "  -h, --help             this text\n"
+          "\n"
+          "The guest's stdout and stderr are copied to ours, byte for byte; the run card follows on\n"
+          "stderr. Exit status: the guest's exit code (0-198) after a checked run; 199 guest code\n"
+          "outside 0-198; 200 refused before dispatch (no code ran); 201 evidence mismatch; 202\n"
+          "record mismatch; 203 transport or protocol error; 204 usage error; 205 server error that\n"
+          "may have run. See docs/cli.md.\n",
+          f);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("plimsoll run: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n(try `plimsoll run --help`)\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+/* Reads at most cap bytes from fd; more is an error (never truncated silently). */
+static int read_all(int fd, size_t cap, char **out, size_t *out_len)
+{
+    size_t len = 0, size = 4096;
+    cleanup_free char *buf = malloc(size + 1);
+    if (!buf)
+        return -ENOMEM;
+    for (;;) {
+        if (len == size) {
+            if (size > cap)
+                return -EFBIG;
+            size_t nsize = size * 2 > cap + 1 ? cap + 1 : size * 2;
+            char *p = realloc(buf, nsize + 1);
+            if (!p)
+                return -ENOMEM;
+            buf = p;
+            size = nsize;
+        }
+        ssize_t n = read(fd, buf + len, size - len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > cap)
+            return -EFBIG;
+    }
+    buf[len] = '\0';
+    *out = take_ptr(&buf);
+    *out_len = len;
+    return 0;
+}
+
+static int load_code(const char *code_arg, const char *path, char **out, size_t *len)
+{
+    if (code_arg) {
+        *out = strdup(code_arg);
+        if (!*out)
+            return usage_error("%s", "out of memory");
+        *len = strlen(code_arg);
+        return 0;
+    }
+    bool from_stdin = !path || strcmp(path, "-") == 0;
+    if (from_stdin && !path && isatty(STDIN_FILENO))
+        return usage_error("%s", "no snippet: give -e CODE, FILE, or - for standard input");
+    cleanup_close int fd = -1;
+    if (!from_stdin) {
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+            fprintf(stderr, "plimsoll run: `%s`: %s\n", path, strerror(errno));
+            return CLI_EXIT_USAGE;
+        }
+    }
+    int r = read_all(from_stdin ? STDIN_FILENO : fd, LIM_BODY_MAX, out, len);
+    if (r < 0) {
+        fprintf(stderr, "plimsoll run: `%s`: %s\n", from_stdin ? "standard input" : path,
+                r == -EFBIG ? "larger than the daemon's 8 MiB body limit" : strerror(-r));
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int parse_timeout(const char *s, int32_t *ms)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > LIM_TIMEOUT_MS_MAX / 1000.0)
+        return -1;
+    long long m = llround(v * 1000.0);
+    *ms = (int32_t)(m < 1 ? 1 : m);
+    return 0;
+}
+
+static void write_bytes(FILE *f, const ProtobufCBinaryData *b)
+{
+    if (b->len)
+        fwrite(b->data, 1, b->len, f);
+    fflush(f);
+}
+
+int cli_cmd_run(int argc, char **argv)
+{
+    const char *code_arg = NULL, *floor = "", *timeout_arg = NULL, *url_flag = NULL, *token_file = NULL;
+    bool json_out = false, floor_set = false;
+    static const struct option opts[] = {
+        {"eval", required_argument, NULL, 'e'},
+        {"min-isolation", required_argument, NULL, 'i'},
+        {"timeout", required_argument, NULL, 't'},
+        {"url", required_argument, NULL, 'u'},
+        {"token-file", required_argument, NULL, 'k'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 0; /* full re-initialisation for GNU getopt */
+    int c;
+    while ((c = getopt_long(argc, argv, ":e:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'e':
+            if (code_arg)
+                return usage_error("%s", "-e given twice");
+            code_arg = optarg;
+            break;
+        case 'i':
+            if (floor_set)
+                return usage_error("%s", "--min-isolation given twice");
+            floor = optarg;
+            floor_set = true;
+            break;
+        case 't':
+            if (timeout_arg)
+                return usage_error("%s", "--timeout given twice");
+            timeout_arg = optarg;
+            break;
+        case 'u': url_flag = optarg; break;
+        case 'k': token_file = optarg; break;
+        case 'j': json_out = true; break;
+        case 'h': cli_usage_run(stdout); return 0;
+        case ':': return usage_error("option `%s` needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option `%s`", argv[optind - 1]);
+        }
+    }
+    const char *path = NULL;
+    if (optind < argc)
+        path = argv[optind++];
+    if (optind < argc)
+        return usage_error("unexpected argument `%s`", argv[optind]);
+    if (code_arg && path)
+        return usage_error("give either -e CODE or a FILE, not both (got `%s`)", path);
+
+    /* Everything that can be judged locally is judged before anything is sent. */
+    enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
+    struct plm_err err = {0};
+    if (tier_parse_floor(floor, &floor_tier, &err) < 0)
+        return usage_error("--min-isolation `%s`: must be process, container, kernel or vm", floor);
+    int32_t timeout_ms = 0;
+    if (timeout_arg && parse_timeout(timeout_arg, &timeout_ms) < 0)
+        return usage_error("--timeout `%s`: must be a number of seconds, 0 < S <= 300", timeout_arg);
+
+    cleanup_free char *code = NULL;
+    size_t code_len = 0;
+    int r = load_code(code_arg, path, &code, &code_len);
+    if (r)
+        return r;
+    /* A proto3 string is UTF-8 without NUL here (our codec and the daemon refuse both). */
+    if (strlen(code) != code_len)
+        return usage_error("%s", "the snippet contains a NUL byte");
+    if (!cli_utf8_valid((const uint8_t *)code, code_len))
+        return usage_error("%s", "the snippet is not valid UTF-8");
+
+    char *token = NULL;
+    if (cli_token_load(token_file, &token, &err) < 0) {
+        fprintf(stderr, "plimsoll run: %s\n", err.msg);
+        return CLI_EXIT_USAGE;
+    }
+
+    Plimsoll__V1__JavaScriptRun js = PLIMSOLL__V1__JAVA_SCRIPT_RUN__INIT;
+    js.code = code;
+    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
+    req.protocol = CLI_PROTOCOL;
+    req.minimum_isolation = (char *)floor;
+    req.timeout_ms = timeout_ms;
+    req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_JAVASCRIPT;
+    req.javascript = &js;
+
+    size_t body_len = 0;
+    cleanup_free char *body = wire_json_encode(&req.base, &body_len);
+    char rid[33];
+    if (!body || cli_request_id(rid) < 0) {
+        cli_token_free(token);
+        fprintf(stderr, "plimsoll run: %s\n", body ? "getrandom failed" : "out of memory");
+        return CLI_EXIT_TRANSPORT;
+    }
+
+    struct cli_conn conn = {.url = cli_base_url(url_flag), .token = token};
+    struct cli_http_answer ans;
+    struct cli_outcome o = {0};
+    cli_cleanup_pb Plimsoll__V1__RunResponse *resp = NULL;
+    r = cli_http_post(&conn, RUN_PATH, body, body_len, rid, &ans, &err);
+    cli_token_free(token);
+    token = NULL;
+    if (r < 0) {
+        o.verdict = CLI_V_TRANSPORT;
+        o.not_sent = ans.not_sent;
+        snprintf(o.message, sizeof o.message, "%s", err.msg);
+    } else if (cli_classify_http(rid, &ans, &o)) {
+        resp = (Plimsoll__V1__RunResponse *)wire_json_decode(&plimsoll__v1__run_response__descriptor, ans.body,
+                                                             ans.body_len, &err);
+        if (!resp) {
+            o.verdict = CLI_V_TRANSPORT;
+            snprintf(o.message, sizeof o.message, "malformed response: %.480s", err.msg);
+        } else {
+            cli_check_answer(&req, resp, floor_tier, &o);
+        }
+    }
+    double elapsed = ans.elapsed_s;
+    cli_http_answer_done(&ans);
+
+    const Plimsoll__V1__JavaScriptResult *jr =
+        resp && resp->result_case == PLIMSOLL__V1__RUN_RESPONSE__RESULT_JAVASCRIPT ? resp->javascript : NULL;
+    bool checked = resp && (o.verdict == CLI_V_RAN || o.verdict == CLI_V_EVIDENCE_MISMATCH);
+    struct cli_run_report rep = {
+        .request_id = rid,
+        .floor = floor,
+        .o = &o,
+        .resp = resp,
+        .output_withheld = resp && !checked,
+        .elapsed_s = elapsed,
+        .exit_status = cli_exit_status(&o, jr),
+    };
+
+    if (json_out) {
+        cli_cleanup_json json_t *j = cli_card_json(&rep);
+        if (!j || json_dumpf(j, stdout, JSON_COMPACT) < 0) {
+            fprintf(stderr, "plimsoll run: cannot write the JSON report\n");
+            return rep.exit_status == 0 ? CLI_EXIT_TRANSPORT : rep.exit_status;
+        }
+        fputc('\n', stdout);
+        fflush(stdout);
+        return rep.exit_status;
+    }
+    bool nl = false;
+    if (checked && jr) {
+        write_bytes(stdout, &jr->stdout);
+        write_bytes(stderr, &jr->stderr);
+        /* Keep the card on its own lines after output that did not end one. */
+        nl = jr->stderr.len && jr->stderr.data[jr->stderr.len - 1] != '\n';
+    }
+    if (nl)
+        fputc('\n', stderr);
+    cli_card_print(stderr, &rep);
+    return rep.exit_status;
+}

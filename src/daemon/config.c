@@ -1,0 +1,235 @@
+/* config.c: reading and checking every variable of wire.md §17 that this daemon honours.
+ * Variables for features this build does not have (TLS, grants, sessions, guard) stop startup when
+ * set: serving plaintext or running without grants while the operator asked otherwise would be a
+ * silent downgrade. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct var {
+    const char *name;
+    const char *def;
+    const char *help;
+};
+
+static const struct var vars[] = {
+    {"PLIMSOLL_ADDR", "127.0.0.1:8746", "RPC and health listener (host:port, [v6]:port, :port = all interfaces)"},
+    {"PLIMSOLL_METRICS_ADDR", "127.0.0.1:9464", "metrics listener; off disables it"},
+    {"PLIMSOLL_TOKEN", "-", "one shared bearer token, at least 32 characters"},
+    {"PLIMSOLL_CLIENTS_FILE", "-", "JSON clients file (token SHA-256, scopes); wins over PLIMSOLL_TOKEN"},
+    {"PLIMSOLL_INSECURE", "-", "1 allows open dev mode (no token) with a real provider"},
+    {"PLIMSOLL_LOG_FORMAT", "json", "log format; only json"},
+    {"PLIMSOLL_HARDENED", "-", "1 enforces the production policy (needs kernel or vm tier: refused by this build)"},
+    {"PLIMSOLL_TLS_CERT", "-", "TLS is not built in: terminate TLS in front; setting it stops startup"},
+    {"PLIMSOLL_TLS_KEY", "-", "see PLIMSOLL_TLS_CERT"},
+    {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (not yet supported: setting it stops startup)"},
+    {"PLIMSOLL_GUARD_ADDR", "-", "egress-guard listener (not supported: setting it stops startup)"},
+    {"SANDBOX_PROVIDER", "disabled", "disabled | quickjs (alias wasm) | docker | e2b"},
+    {"SANDBOX_MIN_ISOLATION", "-", "refuse to start when the provider's proven tier is below this"},
+    {"SANDBOX_MAX_CONCURRENT", "8", "global run concurrency, 1-1024; also sizes the worker pool"},
+    {"SANDBOX_PER_KEY_CONCURRENT", "SANDBOX_MAX_CONCURRENT/2", "runs in flight per caller"},
+    {"SANDBOX_RATE_PER_MIN", "30", "runs per minute per caller; 0 disables the rate limit"},
+    {"SANDBOX_RATE_BURST", "SANDBOX_RATE_PER_MIN", "token-bucket burst"},
+    {"SANDBOX_MEMORY_MB", "0 (provider default: 256)", "memory per run"},
+    {"SANDBOX_CPUS", "0 (provider default)", "CPUs per run (docker only)"},
+    {"SANDBOX_PIDS", "0 (provider default)", "processes per run (docker only)"},
+    {"SANDBOX_DISK_MB", "0 (provider default)", "writable disk per run (docker only)"},
+    {"SANDBOX_TOTAL_MEMORY_MB", "-", "not supported: setting it stops startup"},
+    {"SANDBOX_PAID_SECONDS_PER_DAY", "-", "metered providers only (e2b)"},
+    {"SANDBOX_MAX_SESSIONS", "0", "sessions are not supported; a value above 0 stops startup"},
+    {"SANDBOX_MAX_SESSIONS_PER_CALLER", "-", "sessions only"},
+    {"SANDBOX_MAX_SESSIONS_PER_OWNER", "-", "sessions only"},
+    {"SANDBOX_SESSION_POOL", "-", "sessions only"},
+    {"SANDBOX_SESSION_LIFETIME", "30m", "sessions only"},
+    {"SANDBOX_SESSION_IDLE", "5m", "sessions only"},
+    {"SANDBOX_SESSION_DISK_MB", "1024", "sessions only"},
+    {"SANDBOX_DOCKER_IMAGE", "-", "docker provider"},
+    {"SANDBOX_DOCKER_PROJECT_IMAGE", "-", "docker provider"},
+    {"SANDBOX_DOCKER_MODULE_IMAGE", "-", "docker provider"},
+    {"SANDBOX_DOCKER_RUNTIME", "- (runc)", "docker provider: runsc for gVisor"},
+    {"SANDBOX_DOCKER_SECCOMP", "-", "docker provider"},
+    {"SANDBOX_GUEST_UID", "61000", "docker provider"},
+    {"SANDBOX_REQUIRE_PINNED_IMAGES", "false", "strict boolean: \"\", 0, false, 1, true"},
+};
+
+#define CFG_ERR(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, __VA_ARGS__)
+
+void config_help(FILE *out)
+{
+    fprintf(out, "plimsolld: runs untrusted JavaScript behind a proven isolation tier.\n"
+                 "It takes no arguments; it is configured by these environment variables:\n\n");
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        fprintf(out, "  %-32s default %-28s %s\n", vars[i].name, vars[i].def, vars[i].help);
+}
+
+void config_warn_unknown(char **env)
+{
+    for (char **e = env; e && *e; e++) {
+        if (strncmp(*e, "PLIMSOLL_", 9) && strncmp(*e, "SANDBOX_", 8))
+            continue;
+        size_t n = strcspn(*e, "=");
+        bool known = false;
+        for (size_t i = 0; i < sizeof vars / sizeof *vars && !known; i++)
+            known = strlen(vars[i].name) == n && strncmp(vars[i].name, *e, n) == 0;
+        if (!known)
+            fprintf(stderr, "plimsolld: warning: unknown variable %.*s is ignored\n", (int)(n > 64 ? 64 : n), *e);
+    }
+}
+
+static int parse_u32(const char *name, const char *v, uint32_t lo, uint32_t hi, uint32_t *out, struct plm_err *err)
+{
+    char *end;
+    errno = 0;
+    if (!v || !*v || !isdigit((unsigned char)v[0]))
+        return CFG_ERR(err, "%s=\"%s\": expected a whole number from %u to %u", name, v ? v : "", lo, hi);
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || x < lo || x > hi)
+        return CFG_ERR(err, "%s=\"%s\": expected a whole number from %u to %u", name, v, lo, hi);
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static const char *nonempty(const char *(*get)(const char *), const char *name)
+{
+    const char *v = get(name);
+    return v && *v ? v : NULL;
+}
+
+static int parse_provider(const char *v, struct plm_config *c, struct plm_err *err)
+{
+    static char lowered[32];
+    if (!v) {
+        c->provider = CFG_DISABLED;
+        c->provider_name = "disabled";
+        return 0;
+    }
+    /* trimmed and lower-cased, as the reference's factory reads it */
+    while (isspace((unsigned char)*v))
+        v++;
+    size_t n = strlen(v);
+    while (n && isspace((unsigned char)v[n - 1]))
+        n--;
+    if (n >= sizeof lowered)
+        n = sizeof lowered - 1;
+    for (size_t i = 0; i < n; i++)
+        lowered[i] = (char)tolower((unsigned char)v[i]);
+    lowered[n] = 0;
+    c->provider_name = lowered;
+    if (!*lowered || !strcmp(lowered, "disabled"))
+        c->provider = CFG_DISABLED, c->provider_name = "disabled";
+    else if (!strcmp(lowered, "quickjs") || !strcmp(lowered, "wasm"))
+        c->provider = CFG_QUICKJS;
+    else if (!strcmp(lowered, "docker"))
+        c->provider = CFG_DOCKER;
+    else if (!strcmp(lowered, "e2b"))
+        c->provider = CFG_E2B;
+    else
+        return CFG_ERR(err, "SANDBOX_PROVIDER=\"%s\" is unknown; known providers: disabled, quickjs (alias wasm), "
+                            "docker, e2b", v);
+    return 0;
+}
+
+static int parse_cpus(const char *v, double *out, struct plm_err *err)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    /* strtod accepts "nan", "inf" and hex floats: only plain decimals are allowed */
+    for (const char *p = v; *p; p++)
+        if (!isdigit((unsigned char)*p) && *p != '.')
+            return CFG_ERR(err, "SANDBOX_CPUS=\"%s\": expected a finite non-negative decimal", v);
+    if (errno || *end || end == v || !isfinite(x) || x < 0 || x > 1024)
+        return CFG_ERR(err, "SANDBOX_CPUS=\"%s\": expected a finite non-negative decimal", v);
+    *out = x;
+    return 0;
+}
+
+static int refuse_if_set(const char *(*get)(const char *), const char *name, const char *why, struct plm_err *err)
+{
+    if (nonempty(get, name))
+        return CFG_ERR(err, "%s is set, but %s", name, why);
+    return 0;
+}
+
+int config_load(const char *(*get)(const char *), struct plm_config *c, struct plm_err *err)
+{
+    memset(c, 0, sizeof *c);
+    const char *v;
+    c->addr = nonempty(get, "PLIMSOLL_ADDR") ? get("PLIMSOLL_ADDR") : "127.0.0.1:8746";
+    c->metrics_addr = nonempty(get, "PLIMSOLL_METRICS_ADDR") ? get("PLIMSOLL_METRICS_ADDR") : "127.0.0.1:9464";
+    c->token = nonempty(get, "PLIMSOLL_TOKEN");
+    c->clients_file = nonempty(get, "PLIMSOLL_CLIENTS_FILE");
+    if ((v = nonempty(get, "PLIMSOLL_INSECURE"))) {
+        if (strcmp(v, "1") && strcmp(v, "0"))
+            return CFG_ERR(err, "PLIMSOLL_INSECURE=\"%s\": expected 1 or 0", v);
+        c->insecure = strcmp(v, "1") == 0;
+    }
+    if ((v = nonempty(get, "PLIMSOLL_LOG_FORMAT")) && strcmp(v, "json"))
+        return CFG_ERR(err, "PLIMSOLL_LOG_FORMAT=\"%s\": only json is supported", v);
+    if ((v = nonempty(get, "PLIMSOLL_HARDENED")) && strcmp(v, "0"))
+        return CFG_ERR(err, "PLIMSOLL_HARDENED=\"%s\": the hardened policy needs vm or verified kernel isolation, "
+                            "which this build cannot prove", v);
+    if (refuse_if_set(get, "PLIMSOLL_TLS_CERT", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
+        refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
+        refuse_if_set(get, "PLIMSOLL_GRANTS_FILE", "host-API grants are not supported yet", err) < 0 ||
+        refuse_if_set(get, "PLIMSOLL_GUARD_ADDR", "the egress guard is not supported", err) < 0 ||
+        refuse_if_set(get, "SANDBOX_TOTAL_MEMORY_MB", "a total memory budget is not supported", err) < 0)
+        return -1;
+    if ((v = nonempty(get, "SANDBOX_MAX_SESSIONS")) && strcmp(v, "0"))
+        return CFG_ERR(err, "SANDBOX_MAX_SESSIONS=\"%s\": sessions are not supported by this daemon", v);
+
+    if (parse_provider(nonempty(get, "SANDBOX_PROVIDER"), c, err) < 0)
+        return -1;
+    if ((v = nonempty(get, "SANDBOX_MIN_ISOLATION"))) {
+        c->min_isolation = tier_parse(v);
+        if (c->min_isolation == PLM_TIER_UNKNOWN)
+            return CFG_ERR(err, "SANDBOX_MIN_ISOLATION=\"%s\": expected none, process, container, kernel or vm", v);
+    }
+
+    c->max_concurrent = 8;
+    if ((v = nonempty(get, "SANDBOX_MAX_CONCURRENT")) && parse_u32("SANDBOX_MAX_CONCURRENT", v, 1, 1024, &c->max_concurrent, err) < 0)
+        return -1;
+    c->per_key_concurrent = c->max_concurrent / 2 ? c->max_concurrent / 2 : 1;
+    if ((v = nonempty(get, "SANDBOX_PER_KEY_CONCURRENT")) &&
+        parse_u32("SANDBOX_PER_KEY_CONCURRENT", v, 1, 1024, &c->per_key_concurrent, err) < 0)
+        return -1;
+    c->rate_per_min = 30;
+    if ((v = nonempty(get, "SANDBOX_RATE_PER_MIN")) && parse_u32("SANDBOX_RATE_PER_MIN", v, 0, 1000000, &c->rate_per_min, err) < 0)
+        return -1;
+    c->rate_burst = c->rate_per_min;
+    if ((v = nonempty(get, "SANDBOX_RATE_BURST")) && parse_u32("SANDBOX_RATE_BURST", v, 1, 1000000, &c->rate_burst, err) < 0)
+        return -1;
+
+    if ((v = nonempty(get, "SANDBOX_MEMORY_MB"))) {
+        if (parse_u32("SANDBOX_MEMORY_MB", v, 0, 1048576, &c->memory_mb, err) < 0)
+            return -1;
+        c->memory_set = c->memory_mb > 0;
+    }
+    if ((v = nonempty(get, "SANDBOX_PIDS"))) {
+        if (parse_u32("SANDBOX_PIDS", v, 0, 4194304, &c->pids, err) < 0)
+            return -1;
+        c->pids_set = true;
+    }
+    if ((v = nonempty(get, "SANDBOX_DISK_MB"))) {
+        if (parse_u32("SANDBOX_DISK_MB", v, 0, 1048576, &c->disk_mb, err) < 0)
+            return -1;
+        c->disk_set = true;
+    }
+    if ((v = nonempty(get, "SANDBOX_CPUS"))) {
+        if (parse_cpus(v, &c->cpus, err) < 0)
+            return -1;
+        c->cpus_set = true;
+    }
+    if ((v = get("SANDBOX_REQUIRE_PINNED_IMAGES"))) {
+        if (*v && strcasecmp(v, "0") && strcasecmp(v, "false") && strcasecmp(v, "1") && strcasecmp(v, "true"))
+            return CFG_ERR(err, "SANDBOX_REQUIRE_PINNED_IMAGES=\"%s\": expected \"\", 0, false, 1 or true", v);
+    }
+    if (c->provider == CFG_QUICKJS && (c->cpus_set || c->pids_set || c->disk_set))
+        return CFG_ERR(err, "%s is set, but the quickjs provider cannot enforce it; unset it",
+                       c->cpus_set ? "SANDBOX_CPUS" : c->pids_set ? "SANDBOX_PIDS" : "SANDBOX_DISK_MB");
+    return 0;
+}

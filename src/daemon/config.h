@@ -1,0 +1,33 @@
+/* config.h: the daemon's configuration, from the environment only (wire.md §17).
+ * Invariant: malformed values stop startup with a message naming the variable; nothing is
+ * silently defaulted past a value the operator wrote. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../core/err.h"
+#include "../core/tier.h"
+
+enum cfg_provider { CFG_DISABLED, CFG_QUICKJS, CFG_DOCKER, CFG_E2B };
+
+struct plm_config {
+    const char *addr;
+    const char *metrics_addr;
+    const char *token;
+    const char *clients_file;
+    bool insecure;
+    enum cfg_provider provider;
+    const char *provider_name; /* as the operator wrote it, lower-cased: "quickjs" or "wasm" ... */
+    enum plm_tier min_isolation; /* UNKNOWN when unset */
+    uint32_t max_concurrent, per_key_concurrent, rate_per_min, rate_burst;
+    uint32_t memory_mb, pids, disk_mb;
+    double cpus;
+    bool memory_set, pids_set, disk_set, cpus_set;
+};
+
+/* getenv_fn lets tests supply an environment. */
+int config_load(const char *(*getenv_fn)(const char *), struct plm_config *c, struct plm_err *err);
+void config_help(FILE *out);
+/* Warns on stderr about PLIMSOLL_* and SANDBOX_* variables this daemon does not know. */
+void config_warn_unknown(char **env);

@@ -1,0 +1,62 @@
+/* config_test.c: providers.md §8 items 1-5 and the fail-closed rules of the daemon's variables. */
+#include <string.h>
+
+#include "config.h"
+#include "unit.h"
+
+static const char *const *cur_env;
+
+static const char *fake_get(const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *const *e = cur_env; *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+static int load(const char *const *env, struct plm_config *c, struct plm_err *err)
+{
+    cur_env = env;
+    return config_load(fake_get, c, err);
+}
+
+#define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+int main(void)
+{
+    struct plm_config c;
+    struct plm_err err = {0};
+    CHECK(load(ENV("X=1"), &c, &err) == 0);
+    CHECK(c.provider == CFG_DISABLED && c.max_concurrent == 8 && c.per_key_concurrent == 4);
+    CHECK(c.rate_per_min == 30 && c.rate_burst == 30);
+    CHECK_STR(c.addr, "127.0.0.1:8746");
+    CHECK(load(ENV("SANDBOX_PROVIDER=dokcer"), &c, &err) < 0 && strstr(err.msg, "known providers"));
+    CHECK(load(ENV("SANDBOX_PROVIDER= QuickJS "), &c, &err) == 0 && c.provider == CFG_QUICKJS);
+    CHECK(load(ENV("SANDBOX_PROVIDER=wasm"), &c, &err) == 0 && c.provider == CFG_QUICKJS);
+    CHECK(load(ENV("SANDBOX_MEMORY_MB=-1"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_MEMORY_MB"));
+    CHECK(load(ENV("SANDBOX_CPUS=NaN"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_CPUS"));
+    CHECK(load(ENV("SANDBOX_PIDS=many"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_PIDS"));
+    CHECK(load(ENV("SANDBOX_DISK_MB=1.5"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_DISK_MB"));
+    CHECK(load(ENV("SANDBOX_MEMORY_MB=256", "SANDBOX_CPUS=0.5", "SANDBOX_PIDS=64", "SANDBOX_DISK_MB=128"), &c, &err) == 0);
+    CHECK(c.memory_mb == 256 && c.cpus == 0.5 && c.pids == 64 && c.disk_mb == 128);
+    CHECK(load(ENV("SANDBOX_PROVIDER=quickjs", "SANDBOX_PIDS=64"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_PIDS"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=quickjs", "SANDBOX_CPUS=1"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_CPUS"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=quickjs", "SANDBOX_DISK_MB=5"), &c, &err) < 0);
+    CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=TRUE"), &c, &err) == 0);
+    CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES="), &c, &err) == 0);
+    CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=0"), &c, &err) == 0);
+    CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=yes"), &c, &err) < 0);
+    CHECK(load(ENV("SANDBOX_MAX_CONCURRENT=0"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_MAX_CONCURRENT"));
+    CHECK(load(ENV("SANDBOX_MAX_CONCURRENT=1025"), &c, &err) < 0);
+    CHECK(load(ENV("SANDBOX_MAX_CONCURRENT=1"), &c, &err) == 0 && c.per_key_concurrent == 1);
+    CHECK(load(ENV("SANDBOX_MAX_CONCURRENT=8x"), &c, &err) < 0);
+    CHECK(load(ENV("SANDBOX_RATE_PER_MIN=0"), &c, &err) == 0 && c.rate_per_min == 0);
+    CHECK(load(ENV("SANDBOX_MIN_ISOLATION=vm"), &c, &err) == 0 && c.min_isolation == PLM_TIER_VM);
+    CHECK(load(ENV("SANDBOX_MIN_ISOLATION=VM"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_MIN_ISOLATION"));
+    CHECK(load(ENV("PLIMSOLL_TLS_CERT=/x"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_TLS_CERT"));
+    CHECK(load(ENV("PLIMSOLL_GRANTS_FILE=/x"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_GRANTS_FILE"));
+    CHECK(load(ENV("SANDBOX_MAX_SESSIONS=4"), &c, &err) < 0);
+    CHECK(load(ENV("PLIMSOLL_INSECURE=yes"), &c, &err) < 0);
+    return unit_done();
+}

@@ -1,0 +1,147 @@
+/* main.c: plimsolld. Configuration from the environment, the provider and its startup proof,
+ * the listener, and a graceful drain on SIGTERM.
+ * Invariant: nothing is served until the provider's preflight and smoke test passed and its
+ * proven tier meets SANDBOX_MIN_ISOLATION; any failure before that exits non-zero. */
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/admission.h"
+#include "../server/auth.h"
+#include "../server/log.h"
+#include "../server/server.h"
+#include "config.h"
+#include "providers.h"
+
+extern char **environ;
+
+#define DRAIN_MAX_S 360 /* the reference drains for up to 6 minutes */
+
+static const char *env_get(const char *name) { return getenv(name); }
+
+static int die(const char *what, const struct plm_err *err)
+{
+    fprintf(stderr, "plimsolld: %s: %s\n", what, err->msg);
+    return 1;
+}
+
+static void log_started(const struct plm_config *cfg, struct plm_provider *p, struct srv *s, struct auth *a)
+{
+    json_t *f = json_object();
+    json_object_set_new(f, "port", json_integer(srv_port(s)));
+    json_object_set_new(f, "addr", json_string(cfg->addr));
+    if (srv_metrics_port(s))
+        json_object_set_new(f, "metrics_port", json_integer(srv_metrics_port(s)));
+    json_object_set_new(f, "provider", json_string(p->ops->name));
+    json_object_set_new(f, "tier", json_string(tier_name(p->ops->tier(p))));
+    const char *mode = auth_mode(a) == AUTH_CLIENTS ? "clients" : auth_mode(a) == AUTH_TOKEN ? "token" : "open";
+    json_object_set_new(f, "auth", json_string(mode));
+    json_object_set_new(f, "max_concurrent", json_integer(cfg->max_concurrent));
+    log_event("info", "listening", f);
+}
+
+static void drain(struct srv *s, struct adm *adm)
+{
+    srv_quiesce(s);
+    for (int i = 0; i < DRAIN_MAX_S * 10; i++) {
+        if (srv_active(s) == 0 && adm_inflight(adm) == 0)
+            return;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    log_event("warning", "drain_timeout", NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+            config_help(stdout);
+            return 0;
+        }
+        fprintf(stderr, "plimsolld: takes no arguments (see plimsolld -h); got \"%s\"\n", argv[1]);
+        return 2;
+    }
+    /* Signals are taken synchronously by this thread; every thread started later inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct plm_err err = {0};
+    struct plm_config cfg;
+    config_warn_unknown(environ);
+    if (config_load(env_get, &cfg, &err) < 0)
+        return die("configuration", &err);
+
+    struct auth *auth = auth_new(cfg.clients_file, cfg.token, &err);
+    if (!auth)
+        return die("configuration", &err);
+    if (auth_mode(auth) == AUTH_OPEN && cfg.provider != CFG_DISABLED && !cfg.insecure) {
+        fprintf(stderr, "plimsolld: configuration: SANDBOX_PROVIDER=%s runs code, but neither PLIMSOLL_TOKEN nor "
+                        "PLIMSOLL_CLIENTS_FILE is set; set one, or PLIMSOLL_INSECURE=1 for open dev mode\n",
+                cfg.provider_name);
+        auth_free(auth);
+        return 1;
+    }
+
+    struct plm_provider *p = providers_build(&cfg, &err);
+    if (!p) {
+        auth_free(auth);
+        return die("provider", &err);
+    }
+    int rc = 1;
+    struct adm *adm = NULL;
+    struct srv *srv = NULL;
+    if ((p->ops->preflight && p->ops->preflight(p, &err) < 0)) {
+        die("preflight", &err);
+        goto out;
+    }
+    if (p->ops->smoke_test && p->ops->smoke_test(p, &err) < 0) {
+        die("startup proof (smoke test)", &err);
+        goto out;
+    }
+    if (cfg.min_isolation != PLM_TIER_UNKNOWN && !tier_meets(p->ops->tier(p), cfg.min_isolation)) {
+        fprintf(stderr, "plimsolld: SANDBOX_MIN_ISOLATION=%s, but provider %s proved only %s; refusing to start\n",
+                tier_name(cfg.min_isolation), p->ops->name, tier_name(p->ops->tier(p)));
+        goto out;
+    }
+    struct adm_config ac = {.max_concurrent = cfg.max_concurrent, .per_key_concurrent = cfg.per_key_concurrent,
+                            .rate_per_min = cfg.rate_per_min, .rate_burst = cfg.rate_burst};
+    adm = adm_new(&ac);
+    if (!adm) {
+        fprintf(stderr, "plimsolld: out of memory\n");
+        goto out;
+    }
+    static struct rpc_counters counters;
+    struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
+                            .env = {.provider = p, .adm = adm, .counters = &counters},
+                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024};
+    srv = srv_start(&sc, &err);
+    if (!srv) {
+        die("listener", &err);
+        goto out;
+    }
+    log_started(&cfg, p, srv, auth);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    json_t *f = json_object();
+    json_object_set_new(f, "signal", json_string(sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+    log_event("info", "draining", f);
+    drain(srv, adm);
+    log_event("info", "stopped", NULL);
+    rc = 0;
+out:
+    srv_free(srv);
+    adm_free(adm);
+    plm_provider_free(p);
+    auth_free(auth);
+    return rc;
+}

@@ -1,0 +1,463 @@
+/* http.c: the HTTP layer of wire.md §11.1 on libmicrohttpd, one thread per connection so a long
+ * run never blocks another caller.
+ * Owns: one struct req per HTTP request (body buffer, request id), freed in on_completed.
+ * Trusts: nothing from the peer. Invariant: authentication and the body limit are decided on the
+ * first callback, before any body byte is read; every answer echoes a valid Plimsoll-Request-Id;
+ * answers written before a procedure handler carry Plimsoll-Not-Dispatched. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../core/limits.h"
+#include "../wire/connect_error.h"
+#include "metrics.h"
+#include "server.h"
+
+#define RPC_PREFIX "/plimsoll.v1.SandboxService/"
+
+struct srv {
+    struct MHD_Daemon *mhd;
+    struct MHD_Daemon *metrics;
+    struct srv_config cfg;
+    uint16_t port, metrics_port;
+    atomic_uint decoding; /* requests holding a decode slot */
+    atomic_uint active;   /* requests inside a procedure handler */
+};
+
+enum route { R_NONE, R_RUN, R_DESCRIBE, R_SESSION, R_HEALTHZ, R_READYZ };
+
+struct req {
+    char request_id[33]; /* "" when absent or invalid: nothing is echoed */
+    enum route route;
+    enum rpc_fmt fmt;
+    struct principal who;
+    char *body;
+    size_t len, cap;
+    bool holds_decode_slot;
+    bool answered;
+};
+
+static int header_count_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    (void)value;
+    struct {
+        const char *name;
+        unsigned n;
+        const char *last;
+    } *c = cls;
+    if (strcasecmp(key, c->name) == 0) {
+        c->n++;
+        c->last = value;
+    }
+    return MHD_YES;
+}
+
+/* Returns the value of a header sent exactly once, else NULL; *n gets the count. */
+static const char *single_header(struct MHD_Connection *conn, const char *name, unsigned *n)
+{
+    struct {
+        const char *name;
+        unsigned n;
+        const char *last;
+    } c = {name, 0, NULL};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, (MHD_KeyValueIterator)header_count_iter, &c);
+    if (n)
+        *n = c.n;
+    return c.n == 1 ? c.last : NULL;
+}
+
+static void read_request_id(struct MHD_Connection *conn, struct req *r)
+{
+    const char *v = single_header(conn, "Plimsoll-Request-Id", NULL);
+    r->request_id[0] = 0;
+    if (!v || strlen(v) != 32)
+        return;
+    for (int i = 0; i < 32; i++)
+        if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+            return;
+    memcpy(r->request_id, v, 33);
+}
+
+static enum MHD_Result send_answer(struct MHD_Connection *conn, struct req *r, unsigned status,
+                                   const char *ctype, char *body, size_t len, const char *not_dispatched)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body ? body : (void *)"", body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", ctype);
+    if (r->request_id[0])
+        MHD_add_response_header(resp, "Plimsoll-Request-Id", r->request_id);
+    if (not_dispatched)
+        MHD_add_response_header(resp, "Plimsoll-Not-Dispatched", not_dispatched);
+    enum MHD_Result rc = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    r->answered = true;
+    return rc;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *conn, struct req *r, unsigned status, const char *text,
+                                 const char *not_dispatched)
+{
+    char *b = strdup(text);
+    return send_answer(conn, r, status, "text/plain; charset=utf-8", b, b ? strlen(b) : 0, not_dispatched);
+}
+
+/* A Connect error written before any procedure handler ran. */
+static enum MHD_Result send_pre_handler(struct MHD_Connection *conn, struct req *r, unsigned status,
+                                        const char *code, const char *msg, enum plm_refusal detail,
+                                        const char *header_reason)
+{
+    size_t len = 0;
+    char *body = wire_connect_error_json(code, msg, detail, &len);
+    if (status == 0)
+        status = wire_connect_status(code);
+    return send_answer(conn, r, status, "application/json", body, len, header_reason);
+}
+
+static enum MHD_Result send_rpc_answer(struct MHD_Connection *conn, struct req *r, struct rpc_answer *a)
+{
+    const char *ctype = a->status == 200 && a->fmt == RPC_PROTO ? "application/proto" : "application/json";
+    const char *nd = a->pre_handler ? plm_refusal_name(a->header_reason) : NULL;
+    char *body = a->body;
+    a->body = NULL;
+    return send_answer(conn, r, a->status ? a->status : 500, ctype, body, a->len, nd);
+}
+
+static enum route route_of(const char *method, const char *url)
+{
+    if (strcmp(url, "/healthz") == 0)
+        return R_HEALTHZ;
+    if (strcmp(url, "/readyz") == 0)
+        return R_READYZ;
+    if (strncmp(url, RPC_PREFIX, strlen(RPC_PREFIX)) != 0)
+        return R_NONE;
+    const char *proc = url + strlen(RPC_PREFIX);
+    (void)method;
+    if (strcmp(proc, "Run") == 0)
+        return R_RUN;
+    if (strcmp(proc, "Describe") == 0)
+        return R_DESCRIBE;
+    if (!strcmp(proc, "OpenSession") || !strcmp(proc, "SessionRun") || !strcmp(proc, "CloseSession"))
+        return R_SESSION;
+    return R_NONE;
+}
+
+/* application/json or application/proto, parameters after ';' ignored, case-insensitive. */
+static int content_format(const char *ct, enum rpc_fmt *fmt)
+{
+    if (!ct)
+        return -1;
+    size_t n = strcspn(ct, ";");
+    while (n && isspace((unsigned char)ct[n - 1]))
+        n--;
+    if (n == strlen("application/json") && strncasecmp(ct, "application/json", n) == 0)
+        return *fmt = RPC_JSON, 0;
+    if (n == strlen("application/proto") && strncasecmp(ct, "application/proto", n) == 0)
+        return *fmt = RPC_PROTO, 0;
+    return -1;
+}
+
+static enum MHD_Result first_call(struct srv *s, struct MHD_Connection *conn, struct req *r, const char *method)
+{
+    struct plm_err err = {0};
+    if (r->route == R_HEALTHZ || r->route == R_READYZ) {
+        if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+            return send_text(conn, r, 405, "method not allowed\n", NULL);
+        if (r->route == R_HEALTHZ)
+            return send_text(conn, r, 200, "ok\n", NULL);
+        struct plm_provider *p = s->cfg.env.provider;
+        if (p->ops->preflight && p->ops->preflight(p, &err) < 0) {
+            metrics_readyz_failed(err.msg);
+            return send_text(conn, r, 503, "not ready", NULL);
+        }
+        return send_text(conn, r, 200, "ready\n", NULL);
+    }
+    if (r->route == R_NONE)
+        return send_pre_handler(conn, r, 404, "unimplemented", "no such procedure", PLM_REFUSAL_NONE, "unsupported");
+    if (strcmp(method, "POST") != 0)
+        return send_pre_handler(conn, r, 405, "invalid_argument", "procedures take POST", PLM_REFUSAL_NONE, "request");
+
+    /* Authentication before a single body byte is read (§11.2 step 2). */
+    unsigned n_auth = 0;
+    const char *authz = single_header(conn, MHD_HTTP_HEADER_AUTHORIZATION, &n_auth);
+    if (n_auth > 1)
+        authz = NULL;
+    if (auth_authenticate(s->cfg.auth, authz, n_auth, &r->who, &err) < 0 ||
+        auth_require_run_scope(&r->who, &err) < 0)
+        return send_pre_handler(conn, r, 0, wire_connect_code(err.kind), err.msg, err.refusal,
+                                plm_refusal_name(err.refusal));
+
+    /* The declared length is checked before the body is read. */
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(cl, &end, 10);
+        if (errno || *end || end == cl || v > LIM_BODY_MAX)
+            return send_pre_handler(conn, r, 0, "invalid_argument", "request body exceeds 8 MiB",
+                                    PLM_REFUSAL_REQUEST, "request");
+    }
+    if (content_format(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE), &r->fmt) < 0)
+        return send_pre_handler(conn, r, 415, "invalid_argument",
+                                "content type must be application/json or application/proto", PLM_REFUSAL_NONE,
+                                "request");
+    /* Bodies held at once are bounded; beyond that shed instead of buffering without limit. */
+    unsigned now = atomic_fetch_add(&s->decoding, 1);
+    if (now >= s->cfg.max_decode) {
+        atomic_fetch_sub(&s->decoding, 1);
+        metrics_shed("decode");
+        return send_pre_handler(conn, r, 0, "resource_exhausted", "RPC decode capacity exhausted, retry shortly",
+                                PLM_REFUSAL_CAPACITY, "capacity");
+    }
+    r->holds_decode_slot = true;
+    return MHD_YES;
+}
+
+static void release_decode(struct srv *s, struct req *r)
+{
+    if (r->holds_decode_slot) {
+        r->holds_decode_slot = false;
+        atomic_fetch_sub(&s->decoding, 1);
+    }
+}
+
+static int append_body(struct req *r, const char *data, size_t n)
+{
+    size_t need;
+    if (__builtin_add_overflow(r->len, n, &need) || need > LIM_BODY_MAX)
+        return -1;
+    if (need + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 4096;
+        while (cap < need + 1)
+            cap *= 2;
+        if (cap > LIM_BODY_MAX + 1)
+            cap = LIM_BODY_MAX + 1;
+        char *b = realloc(r->body, cap);
+        if (!b)
+            return -1;
+        r->body = b;
+        r->cap = cap;
+    }
+    memcpy(r->body + r->len, data, n);
+    r->len = need;
+    r->body[r->len] = 0;
+    return 0;
+}
+
+static enum MHD_Result dispatch(struct srv *s, struct MHD_Connection *conn, struct req *r)
+{
+    struct rpc_answer a = {0};
+    release_decode(s, r);
+    atomic_fetch_add(&s->active, 1);
+    const char *body = r->body ? r->body : "";
+    switch (r->route) {
+    case R_RUN: rpc_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->len, &a); break;
+    case R_DESCRIBE: rpc_describe(&s->cfg.env, r->fmt, body, r->len, r->request_id, &a); break;
+    default: rpc_session_unsupported(&a, r->request_id); break;
+    }
+    atomic_fetch_sub(&s->active, 1);
+    return send_rpc_answer(conn, r, &a);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct srv *s = cls;
+    struct req *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        *con_cls = r;
+        read_request_id(conn, r);
+        r->route = route_of(method, url);
+        return first_call(s, conn, r, method);
+    }
+    if (r->answered) {
+        *upload_size = 0; /* an early refusal: discard whatever body still arrives */
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (append_body(r, upload, *upload_size) < 0) {
+            /* a chunked body without a declared length that grew past the limit */
+            *upload_size = 0;
+            release_decode(s, r);
+            return send_pre_handler(conn, r, 0, "invalid_argument", "request body exceeds 8 MiB",
+                                    PLM_REFUSAL_REQUEST, "request");
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return dispatch(s, conn, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    (void)toe;
+    struct srv *s = cls;
+    struct req *r = *con_cls;
+    if (!r)
+        return;
+    release_decode(s, r);
+    free(r->body);
+    free(r);
+    *con_cls = NULL;
+}
+
+static int parse_hostport(const char *addr, struct sockaddr_storage *ss, socklen_t *sl)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!colon || !colon[1])
+        return -1;
+    char host[64];
+    size_t hl = (size_t)(colon - addr);
+    if (hl >= sizeof host)
+        return -1;
+    memcpy(host, addr, hl);
+    host[hl] = 0;
+    char *end;
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (errno || *end || port > 65535)
+        return -1;
+    memset(ss, 0, sizeof *ss);
+    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+        host[hl - 1] = 0;
+        if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
+            return -1;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *sl = sizeof *a6;
+        return 0;
+    }
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)port);
+    *sl = sizeof *a4;
+    if (hl == 0)
+        a4->sin_addr.s_addr = htonl(INADDR_ANY); /* ":port" listens on every interface, on purpose */
+    else if (strcmp(host, "localhost") == 0)
+        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    else if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+        return -1;
+    return 0;
+}
+
+int srv_listen(const char *var, const char *addr, struct plm_err *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (parse_hostport(addr, &ss, &sl) < 0)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                           "%s=\"%s\": expected host:port, [ipv6]:port or :port with a numeric host", var, addr);
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "%s: socket: %s", var, strerror(errno));
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 1024) < 0) {
+        int e = errno;
+        close(fd);
+        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "%s=%s: %s", var, addr, strerror(e));
+    }
+    return fd;
+}
+
+static uint16_t bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+        return 0;
+    return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                          : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static struct MHD_Daemon *start_mhd(int fd, unsigned max_conn, MHD_AccessHandlerCallback h, void *cls,
+                                    MHD_RequestCompletedCallback done)
+{
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
+    return MHD_start_daemon(flags, 0, NULL, NULL, h, cls, MHD_OPTION_LISTEN_SOCKET, fd,
+                            MHD_OPTION_CONNECTION_LIMIT, max_conn,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(2 * LIM_HEADER_MAX),
+                            MHD_OPTION_NOTIFY_COMPLETED, done, cls, MHD_OPTION_END);
+}
+
+struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
+{
+    struct srv *s = calloc(1, sizeof *s);
+    if (!s) {
+        plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    int fd = srv_listen("PLIMSOLL_ADDR", cfg->addr, err);
+    if (fd < 0) {
+        free(s);
+        return NULL;
+    }
+    s->port = bound_port(fd);
+    s->mhd = start_mhd(fd, cfg->max_connections, on_request, s, on_completed);
+    if (!s->mhd) {
+        close(fd);
+        free(s);
+        plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "PLIMSOLL_ADDR=%s: cannot start the HTTP server", cfg->addr);
+        return NULL;
+    }
+    if (cfg->metrics_addr && *cfg->metrics_addr && strcmp(cfg->metrics_addr, "off") != 0) {
+        int mfd = srv_listen("PLIMSOLL_METRICS_ADDR", cfg->metrics_addr, err);
+        if (mfd < 0) {
+            srv_free(s);
+            return NULL;
+        }
+        s->metrics_port = bound_port(mfd);
+        s->metrics = metrics_start(mfd, &s->cfg.env);
+        if (!s->metrics) {
+            close(mfd);
+            srv_free(s);
+            plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "PLIMSOLL_METRICS_ADDR=%s: cannot start", cfg->metrics_addr);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+uint16_t srv_port(const struct srv *s) { return s->port; }
+uint16_t srv_metrics_port(const struct srv *s) { return s->metrics_port; }
+unsigned srv_active(const struct srv *s) { return atomic_load(&((struct srv *)s)->active); }
+
+void srv_quiesce(struct srv *s)
+{
+    if (s && s->mhd) {
+        MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+    }
+}
+
+void srv_free(struct srv *s)
+{
+    if (!s)
+        return;
+    if (s->mhd)
+        MHD_stop_daemon(s->mhd);
+    if (s->metrics)
+        MHD_stop_daemon(s->metrics);
+    free(s);
+}

@@ -1,0 +1,90 @@
+/* metrics.c: counters as Prometheus text. Reads only atomics and the limiter's counters. */
+#include "metrics.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+static atomic_uint_fast64_t shed_decode;
+static const struct rpc_env *metrics_env;
+
+void metrics_shed(const char *reason)
+{
+    if (strcmp(reason, "decode") == 0)
+        atomic_fetch_add(&shed_decode, 1);
+}
+
+void metrics_readyz_failed(const char *detail)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static time_t last;
+    time_t now = time(NULL);
+    pthread_mutex_lock(&mu);
+    bool due = last == 0 || now - last >= 30;
+    if (due)
+        last = now;
+    pthread_mutex_unlock(&mu);
+    if (due) {
+        json_t *f = json_object();
+        json_t *d = json_string(detail);
+        json_object_set_new(f, "detail", d ? d : json_string("(not UTF-8)"));
+        log_event("warning", "not_ready", f);
+    }
+}
+
+static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)cls, (void)version, (void)upload, (void)upload_size, (void)con_cls;
+    const struct rpc_env *env = metrics_env;
+    unsigned status = 200;
+    char *body = NULL;
+    if (strcmp(url, "/metrics") != 0 || strcmp(method, "GET") != 0) {
+        status = 404;
+        body = strdup("not found\n");
+    } else {
+        const struct rpc_counters *c = env->counters;
+        if (asprintf(&body,
+                     "# TYPE plimsoll_runs_total counter\nplimsoll_runs_total %llu\n"
+                     "# TYPE plimsoll_runs_failed_total counter\nplimsoll_runs_failed_total %llu\n"
+                     "# TYPE plimsoll_refused_total counter\nplimsoll_refused_total %llu\n"
+                     "# TYPE plimsoll_inflight gauge\nplimsoll_inflight %u\n"
+                     "# TYPE plimsoll_shed_total counter\n"
+                     "plimsoll_shed_total{reason=\"at_capacity\"} %llu\n"
+                     "plimsoll_shed_total{reason=\"per_key\"} %llu\n"
+                     "plimsoll_shed_total{reason=\"rate\"} %llu\n"
+                     "plimsoll_shed_total{reason=\"decode\"} %llu\n",
+                     (unsigned long long)atomic_load(&c->dispatched), (unsigned long long)atomic_load(&c->failed),
+                     (unsigned long long)atomic_load(&c->refused), adm_inflight(env->adm),
+                     (unsigned long long)adm_shed_count(env->adm, ADM_SHED_AT_CAPACITY),
+                     (unsigned long long)adm_shed_count(env->adm, ADM_SHED_PER_KEY),
+                     (unsigned long long)adm_shed_count(env->adm, ADM_SHED_RATE),
+                     (unsigned long long)atomic_load(&shed_decode)) < 0)
+            body = NULL;
+    }
+    if (!body)
+        return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+    enum MHD_Result rc = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+struct MHD_Daemon *metrics_start(int listen_fd, const struct rpc_env *env)
+{
+    metrics_env = env;
+    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, on_metrics, NULL,
+                            MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+}

@@ -1,0 +1,10 @@
+/* metrics.h: the Prometheus text listener (wire.md §15), on its own address, no authentication. */
+#pragma once
+#include <microhttpd.h>
+
+#include "rpc.h"
+
+struct MHD_Daemon *metrics_start(int listen_fd, const struct rpc_env *env);
+void metrics_shed(const char *reason);
+/* Logs a readiness failure's detail at most once every 30 s (the answer itself never holds it). */
+void metrics_readyz_failed(const char *detail);

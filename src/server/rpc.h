@@ -1,0 +1,46 @@
+/* rpc.h: the Connect procedures behind the HTTP layer: decode, the Run check order of wire.md
+ * §11.2, dispatch, record stamping and encoding. Knows nothing of libmicrohttpd. */
+#pragma once
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/admission.h"
+#include "../core/provider.h"
+#include "auth.h"
+
+#define PLM_PROTOCOL 3
+
+enum rpc_fmt { RPC_JSON, RPC_PROTO };
+
+struct rpc_counters {
+    atomic_uint_fast64_t dispatched; /* runs handed to the provider */
+    atomic_uint_fast64_t failed;     /* infrastructure failures of dispatched runs */
+    atomic_uint_fast64_t refused;    /* refusals before dispatch */
+};
+
+struct rpc_env {
+    struct plm_provider *provider;
+    struct adm *adm;
+    struct rpc_counters *counters;
+};
+
+struct rpc_answer {
+    unsigned status;
+    enum rpc_fmt fmt;   /* content type of a 200; errors are always JSON */
+    char *body;         /* malloc'd */
+    size_t len;
+    bool pre_handler;   /* written before a procedure handler ran: add Plimsoll-Not-Dispatched */
+    enum plm_refusal header_reason;
+};
+
+/* Fills ans with a Connect error for err; internal errors are logged under a fresh id and the
+ * message replaced (wire.md §7.3). */
+void rpc_error(struct rpc_answer *ans, const struct plm_err *err, const char *request_id);
+
+void rpc_run(const struct rpc_env *env, const struct principal *who, const char *request_id, enum rpc_fmt fmt,
+             const char *body, size_t len, struct rpc_answer *ans);
+void rpc_describe(const struct rpc_env *env, enum rpc_fmt fmt, const char *body, size_t len,
+                  const char *request_id, struct rpc_answer *ans);
+void rpc_session_unsupported(struct rpc_answer *ans, const char *request_id);

@@ -1,0 +1,30 @@
+/* server.h: the HTTP listener (libmicrohttpd) for the RPC procedures, /healthz and /readyz, and
+ * the separate metrics listener. */
+#pragma once
+#include <stdint.h>
+
+#include "../core/err.h"
+#include "rpc.h"
+
+struct srv;
+
+struct srv_config {
+    const char *addr;         /* host:port, [v6]:port or :port; port 0 picks a free port */
+    const char *metrics_addr; /* same forms, or NULL/"off" */
+    struct auth *auth;
+    struct rpc_env env;
+    unsigned max_decode;      /* requests whose bodies are held at once (2 x max concurrent) */
+    unsigned max_connections;
+};
+
+struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err);
+uint16_t srv_port(const struct srv *s);
+uint16_t srv_metrics_port(const struct srv *s);
+/* Stops accepting new connections; requests in flight go on. */
+void srv_quiesce(struct srv *s);
+/* Requests currently inside a procedure handler. */
+unsigned srv_active(const struct srv *s);
+void srv_free(struct srv *s);
+
+/* Parses host:port forms into a bound, listening, CLOEXEC socket; the variable name is used in errors. */
+int srv_listen(const char *var, const char *addr, struct plm_err *err);
