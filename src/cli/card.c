@@ -6,6 +6,7 @@
  * valid UTF-8 and as base64 otherwise.
  * Invariant: the words "no code ran" appear only for a refusal or a transport failure that
  * provably sent nothing. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +245,7 @@ json_t *cli_card_json(const struct cli_run_report *r)
     }
     if (o->detail_disregarded)
         bad |= json_object_set_new(j, "not_dispatched_disregarded", json_true());
-    bad |= json_object_set_new(j, "round_trip_ms", json_real(r->elapsed_s * 1000.0));
+    bad |= json_object_set_new(j, "round_trip_ms", json_integer((json_int_t)llround(r->elapsed_s * 1000.0)));
     if (resp) {
         bad |= set_str(j, "isolation", resp->isolation);
         bad |= set_str(j, "provider", resp->sandbox);

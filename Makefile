@@ -1,0 +1,35 @@
+# plimsoll: the two set-up commands are `make demo` and `make check` (see README.md).
+# Meson does the building; this file installs what is missing and names the jobs.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+
+.PHONY: all deps build demo check check-release check-asan fuzz bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	meson setup $(BUILD) --buildtype=debugoptimized -Dwerror=true
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+	ln -sf src/daemon/plimsolld $(BUILD)/plimsolld
+	ln -sf src/cli/plimsoll $(BUILD)/plimsoll
+
+demo: build
+	scripts/demo.sh $(BUILD)
+
+# Every test: release build, then the same tests under ASan+UBSan, then a short fuzz run.
+check: deps
+	scripts/check.sh
+
+bench: build
+	scripts/bench.sh $(BUILD)
+
+fuzz: deps
+	scripts/fuzz-short.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -1,0 +1,35 @@
+#!/bin/sh
+# fuzz-short.sh: builds the libFuzzer targets (clang, ASan+UBSan) in build-fuzz and runs each one
+# briefly over its seed corpus. Exits non-zero on a build failure or on any crash, leak, sanitizer
+# report or timeout, leaving the reproducer in build-fuzz/<target>-crash-*.
+# Usage: scripts/fuzz-short.sh [seconds per target, default 20]
+set -eu
+cd "$(dirname "$0")/.."
+secs=${1:-20}
+
+if [ ! -f build-fuzz/build.ninja ]; then
+    CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
+fi
+ninja -C build-fuzz fuzz/fuzz_json_decode fuzz/fuzz_binary_decode
+
+# UBSan recovers by default; a finding must fail the run like an ASan one does.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=1
+
+status=0
+for t in json binary; do
+    target=fuzz_${t}_decode
+    # New inputs go to the first (git-ignored) directory; the checked-in seeds stay untouched.
+    work=fuzz/corpus-$t
+    mkdir -p "$work"
+    dict=
+    [ "$t" = json ] && dict=-dict=fuzz/json.dict
+    echo "== $target for ${secs}s"
+    if ! "build-fuzz/fuzz/$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+        -max_len=8192 -print_final_stats=1 -artifact_prefix="build-fuzz/$target-" $dict \
+        "$work" "fuzz/corpus/$t"; then
+        echo "FAIL: $target" >&2
+        status=1
+    fi
+done
+exit $status

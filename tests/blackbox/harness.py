@@ -1,0 +1,169 @@
+"""Black-box harness: starts the real plimsolld on a free loopback port and talks HTTP to it.
+
+Only the standard library is used, so the tests need nothing beyond python3. Each daemon's stderr
+(one JSON object per line) is kept so tests can read the audit and startup lines.
+"""
+import base64
+import http.client
+import json
+import os
+import secrets
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+DAEMON = os.environ.get("PLIMSOLLD", os.path.join(os.path.dirname(__file__), "../../build/plimsolld"))
+CLI = os.environ.get("PLIMSOLL_CLI", os.path.join(os.path.dirname(__file__), "../../build/plimsoll"))
+PROC = "/plimsoll.v1.SandboxService/"
+
+# NotDispatched detail values (wire.md §7.4), unpadded base64 of 08 <reason>.
+DETAIL = {"request": "CAE", "permission": "CAI", "protocol": "CAM", "unsupported": "CAQ",
+          "isolation": "CAU", "capacity": "CAY", "environment": "CAc"}
+
+
+class Daemon:
+    """One plimsolld process. Use as a context manager; stop() drains with SIGTERM."""
+
+    def __init__(self, env=None, expect_start=True, timeout=60):
+        full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "PLIMSOLL_ADDR": "127.0.0.1:0", "PLIMSOLL_METRICS_ADDR": "127.0.0.1:0"}
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if k in os.environ:
+                full[k] = os.environ[k]
+        full.update(env or {})
+        self.proc = subprocess.Popen([DAEMON], env=full, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.lines = []
+        self.port = None
+        self.metrics_port = None
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if expect_start:
+            if not self._ready.wait(timeout) or self.port is None:
+                self.kill()
+                raise RuntimeError("daemon did not start:\n" + "\n".join(self.lines))
+
+    def _read(self):
+        for raw in self.proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.lines.append(line)
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if obj.get("event") == "listening":
+                self.port = obj["port"]
+                self.metrics_port = obj.get("metrics_port")
+                self._ready.set()
+        self._ready.set()
+
+    def events(self, name):
+        out = []
+        for line in list(self.lines):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if obj.get("event") == name:
+                out.append(obj)
+        return out
+
+    def wait_exit(self, timeout=30):
+        rc = self.proc.wait(timeout)
+        self._reader.join(5)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return rc
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.wait_exit(60)
+        return rc
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.wait_exit(30)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        rc = self.stop()
+        # A daemon that crashed or leaked under ASan exits non-zero: that fails the test.
+        if rc != 0 and exc[0] is None:
+            raise AssertionError("daemon exited %d:\n%s" % (rc, "\n".join(self.lines[-30:])))
+
+    # --- HTTP ---------------------------------------------------------------------------------
+    def request(self, method, path, body=b"", headers=None, port=None, timeout=60):
+        conn = http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+        finally:
+            conn.close()
+
+    def headers_only(self, path, headers):
+        """Sends a POST's headers (with a declared length) and no body: the answer must come
+        before the body is read (authentication, the body limit)."""
+        import socket
+        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as s:
+            head = "POST %s HTTP/1.1\r\nHost: x\r\n" % path
+            head += "".join("%s: %s\r\n" % kv for kv in headers.items()) + "\r\n"
+            s.sendall(head.encode())
+            resp = http.client.HTTPResponse(s)
+            resp.begin()
+            data = resp.read()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+
+    def call(self, procedure, message, token=None, rid=None, ctype="application/json", extra=None):
+        headers = {"Content-Type": ctype, "Connect-Protocol-Version": "1"}
+        if rid is not False:
+            headers["Plimsoll-Request-Id"] = rid or secrets.token_hex(16)
+        if token:
+            headers["Authorization"] = "Bearer " + token
+        headers.update(extra or {})
+        body = message if isinstance(message, (bytes, bytearray)) else json.dumps(message).encode()
+        status, hdrs, data = self.request("POST", PROC + procedure, body, headers)
+        return status, hdrs, data, headers.get("Plimsoll-Request-Id")
+
+    def metrics(self):
+        status, _, data = self.request("GET", "/metrics", port=self.metrics_port)
+        assert status == 200
+        out = {}
+        for line in data.decode().splitlines():
+            if line and not line.startswith("#"):
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+
+def js(code, **kw):
+    msg = {"protocol": 3, "javascript": {"code": code}}
+    msg.update(kw)
+    return msg
+
+
+class WireCase(unittest.TestCase):
+    def assertRefused(self, answer, code, reason, status=None):
+        st, hdrs, data, rid = answer
+        body = json.loads(data)
+        self.assertEqual(body["code"], code, body)
+        if status is not None:
+            self.assertEqual(st, status)
+        details = body.get("details", [])
+        self.assertEqual(len(details), 1, body)
+        self.assertEqual(details[0]["type"], "plimsoll.v1.NotDispatched")
+        self.assertEqual(details[0]["value"], DETAIL[reason])
+        raw = base64.b64decode(details[0]["value"] + "==")
+        self.assertEqual(raw, bytes([0x08, list(DETAIL).index(reason) + 1]))
+        self.assertEqual(hdrs.get("content-type"), "application/json")
+        if rid:
+            self.assertEqual(hdrs.get("plimsoll-request-id"), rid)
+        return body
