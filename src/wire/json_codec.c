@@ -309,16 +309,18 @@ static int get_bytes(const json_t *v, ProtobufCBinaryData *out, struct dec *d)
     return 0;
 }
 
-/* A string field's value. An empty string keeps the descriptor's default pointer when that is
- * "" (free_unpacked skips it); otherwise every stored string is malloc'd. jansson has already
- * refused invalid UTF-8, lone surrogates and U+0000, so the bytes hold no NUL. */
+/* A string field's value. A singular empty string keeps the descriptor's default pointer when
+ * that is "" (free_unpacked skips it); otherwise every stored string is malloc'd. Repeated
+ * strings are always malloc'd: protoc-c gives them the "" default too, but free_unpacked frees
+ * each element without comparing. jansson has already refused invalid UTF-8, lone surrogates
+ * and U+0000, so the bytes hold no NUL. */
 static int get_string(const json_t *v, const ProtobufCFieldDescriptor *f, char **out, struct dec *d)
 {
     if (!json_is_string(v))
         return dec_fail(d, "expected a string");
     size_t n = json_string_length(v);
     const char *def = f->default_value;
-    if (n == 0 && def && def[0] == '\0') {
+    if (n == 0 && def && def[0] == '\0' && f->label != PROTOBUF_C_LABEL_REPEATED) {
         *out = (char *)def;
         return 0;
     }

@@ -221,6 +221,9 @@ static void test_zero_and_null(void)
     CHECK(reencodes_to(RUN_REQ, "{\"javascript\":{},\"softwareRule\":{}}", "{\"softwareRule\":{},\"javascript\":{}}"));
     CHECK(reencodes_to(RUN_REQ, "{\"javascript\":{},\"project\":null}", "{\"javascript\":{}}"));
     CHECK(reencodes_to(RUN_REQ, "{\"project\":{\"steps\":[],\"files\":null}}", "{\"project\":{}}"));
+    /* empty strings inside repeated fields are elements, kept and freed like any other */
+    CHECK(reencodes_to(RUN_REQ, "{\"project\":{\"steps\":[\"\",\"a\",\"\"],\"files\":[{},{\"path\":\"\"}]}}",
+                       "{\"project\":{\"files\":[{},{}],\"steps\":[\"\",\"a\",\"\"]}}"));
     CHECK(refused(RUN_REQ, "{\"javascript\":{},\"module\":{}}",
                   "field \"module\": a second member of a oneof (\"javascript\" is already set)"));
     CHECK(refused(RUN_REQ, "{\"project\":{\"steps\":[\"a\",null]}}", "field \"project.steps[1]\": null element"));

@@ -1,0 +1,84 @@
+#!/bin/bash
+# make bench: loopback figures for bench/README.md, measured side by side in one run.
+#  1. Describe and a below-floor refusal (disabled provider) at concurrency 1 and 8;
+#  2. quickjs snippet runs at concurrency 1 and 8, against spawning `node -e` with the same snippet.
+# Prints one JSON line per measurement; never asserts a time.
+set -euo pipefail
+BUILD=${1:-build}
+SECS=${BENCH_SECONDS:-5}
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+
+start_daemon() { # env... ; sets PORT and DPID
+    env "$@" PLIMSOLL_ADDR=127.0.0.1:0 PLIMSOLL_METRICS_ADDR=off SANDBOX_RATE_PER_MIN=0 \
+        "$BUILD/plimsolld" 2>"$tmp/daemon.log" &
+    DPID=$!
+    for _ in $(seq 1 300); do
+        PORT=$(python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    try: o=json.loads(l)
+    except ValueError: continue
+    if o.get("event")=="listening": print(o["port"]); break' "$tmp/daemon.log" 2>/dev/null || true)
+        [ -n "$PORT" ] && return 0
+        sleep 0.1
+    done
+    echo "bench: daemon did not start" >&2; cat "$tmp/daemon.log" >&2; exit 1
+}
+
+stop_daemon() { kill -TERM "$DPID"; wait "$DPID" || true; }
+
+daemon_p50() { # daemon-side duration_us of audit lines with the given outcome
+    python3 - "$tmp/daemon.log" "$1" <<'PY'
+import json, sys
+d = sorted(o["duration_us"] for o in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{"))
+           if o.get("event") == "run" and o.get("outcome") == sys.argv[2])
+print(json.dumps({"daemon_side": sys.argv[2], "runs": len(d),
+                  "p50_us": d[len(d)//2] if d else None, "p99_us": d[int((len(d)-1)*0.99)] if d else None}))
+PY
+}
+
+LG="$BUILD/bench/loadgen"
+echo '{}' >"$tmp/describe.json"
+echo '{"protocol":3,"minimumIsolation":"vm","javascript":{"code":"console.log(1)"}}' >"$tmp/refuse.json"
+
+start_daemon
+for c in 1 8; do
+    "$LG" 127.0.0.1 "$PORT" /plimsoll.v1.SandboxService/Describe "$tmp/describe.json" application/json "$c" "$SECS" 200
+done
+: >"$tmp/daemon.log.keep"
+for c in 1 8; do
+    "$LG" 127.0.0.1 "$PORT" /plimsoll.v1.SandboxService/Run "$tmp/refuse.json" application/json "$c" "$SECS" 400
+done
+daemon_p50 refused
+stop_daemon
+
+if [ -x "$BUILD/src/providers/quickjs/plimsoll-qjs-worker" ] || grep -q quickjs "$BUILD/build.ninja" 2>/dev/null; then
+    SNIPPET='console.log("hi", 6*7)'
+    printf '{"protocol":3,"javascript":{"code":%s}}' "$(python3 -c 'import json,sys;print(json.dumps(sys.argv[1]))' "$SNIPPET")" >"$tmp/run.json"
+    start_daemon SANDBOX_PROVIDER=quickjs PLIMSOLL_INSECURE=1 SANDBOX_MAX_CONCURRENT=8 SANDBOX_PER_KEY_CONCURRENT=8
+    for c in 1 8; do
+        "$LG" 127.0.0.1 "$PORT" /plimsoll.v1.SandboxService/Run "$tmp/run.json" application/json "$c" "$SECS" 200
+    done
+    daemon_p50 exited
+    stop_daemon
+    if command -v node >/dev/null; then
+        python3 - "$SNIPPET" <<'PY'
+import json, subprocess, sys, time, concurrent.futures as cf
+code = sys.argv[1]
+def one(_):
+    t = time.perf_counter(); subprocess.run(["node", "-e", code], stdout=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - t) * 1e6
+for c in (1, 8):
+    n = 40 if c == 1 else 80
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(c) as ex:
+        lat = sorted(ex.map(one, range(n)))
+    el = time.perf_counter() - t0
+    print(json.dumps({"path": "node -e", "concurrency": c, "requests": n, "rps": round(n / el),
+                      "p50_us": round(lat[n // 2]), "p99_us": round(lat[int((n - 1) * 0.99)])}))
+PY
+    else
+        echo '{"path":"node -e","skipped":"node is not installed"}'
+    fi
+fi
