@@ -167,3 +167,111 @@ class WireCase(unittest.TestCase):
         if rid:
             self.assertEqual(hdrs.get("plimsoll-request-id"), rid)
         return body
+
+
+# --- run records, recomputed independently of the C code (wire.md §13) --------------------------
+import hashlib as _hashlib
+import struct as _struct
+
+
+def _value(b):
+    return _struct.pack(">Q", len(b)) + b
+
+
+class _Stream:
+    def __init__(self, domain):
+        self.h = _hashlib.sha256(_value(domain.encode()))
+
+    def field(self, name, content):
+        if isinstance(content, bool):
+            content = b"true" if content else b"false"
+        elif isinstance(content, int):
+            content = str(content).encode()
+        elif isinstance(content, str):
+            content = content.encode()
+        self.h.update(_value(name.encode()) + _value(content))
+
+    def hex(self):
+        return self.h.hexdigest()
+
+
+def request_digest(req):
+    """Digest of a javascript RunRequest dict as sent (protocol >= 2)."""
+    s = _Stream("plimsoll.run-request.v2" if req.get("protocol", 0) >= 2 else "plimsoll.run-request.v1")
+    s.field("protocol", req.get("protocol", 0))
+    s.field("minimum_isolation", req.get("minimumIsolation", ""))
+    s.field("timeout_ms", req.get("timeoutMs", 0))
+    if req.get("protocol", 0) >= 2:
+        rule = req.get("softwareRule", {})
+        s.field("software_mode", rule.get("mode", ""))
+        ids = rule.get("identities", [])
+        s.field("software_identities", len(ids))
+        for i in ids:
+            s.field("software_identity", i)
+    js_ = req["javascript"]
+    s.field("kind", "javascript")
+    s.field("code", js_.get("code", ""))
+    s.field("grant_profile", js_.get("grantProfile", ""))
+    return s.hex()
+
+
+def result_digest(resp):
+    s = _Stream("plimsoll.run-result.v1")
+    j = resp["javascript"]
+    s.field("kind", "javascript")
+    s.field("exit_code", j.get("exitCode", 0))
+    s.field("timed_out", j.get("timedOut", False))
+    s.field("stdout", base64.b64decode(j.get("stdout", "")))
+    s.field("stderr", base64.b64decode(j.get("stderr", "")))
+    s.field("stdout_truncated", j.get("stdoutTruncated", False))
+    s.field("stderr_truncated", j.get("stderrTruncated", False))
+    return s.hex()
+
+
+def record_digest(rec):
+    s = _Stream("plimsoll.run-record.v%d" % rec["version"])
+    for name, key in (("request_sha256", "requestSha256"), ("result_sha256", "resultSha256"),
+                      ("provider", "provider"), ("isolation", "isolation"), ("environment", "environment"),
+                      ("policy", "policy"), ("software_identity", "softwareIdentity"),
+                      ("software_rule_id", "softwareRuleId")):
+        s.field(name, rec.get(key, ""))
+    s.field("started_unix_ms", int(rec.get("startedUnixMs", "0")))
+    s.field("ended_unix_ms", int(rec.get("endedUnixMs", "0")))
+    s.field("session", rec.get("session", ""))
+    s.field("sequence", int(rec.get("sequence", "0")))
+    s.field("previous_sha256", rec.get("previousSha256", ""))
+    return s.hex()
+
+
+def check_record(testcase, req, resp):
+    """The client's checks of wire.md §13.8 for a javascript run."""
+    rec = resp["record"]
+    testcase.assertEqual(rec["version"], 2)
+    testcase.assertEqual(rec["requestSha256"], request_digest(req))
+    testcase.assertEqual(rec["resultSha256"], result_digest(resp))
+    testcase.assertEqual(rec["provider"], resp["sandbox"])
+    testcase.assertEqual(rec["isolation"], resp["isolation"])
+    testcase.assertEqual(rec.get("environment", ""), resp.get("environment", ""))
+    testcase.assertEqual(rec["recordSha256"], record_digest(rec))
+    testcase.assertLessEqual(int(rec["startedUnixMs"]), int(rec["endedUnixMs"]))
+
+
+def descendants(pid):
+    """Pids of every live descendant of pid (workers may be grandchildren of the daemon)."""
+    parents = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    stat = f.read()
+                ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+                parents.setdefault(ppid, []).append(int(d))
+            except (OSError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for c in parents.get(p, []):
+            out.append(c)
+            todo.append(c)
+    return out
