@@ -196,7 +196,8 @@ static int get_integer(const json_t *v, bool sgn, int64_t min, uint64_t max, uin
     bool neg = s[0] == '-';
     uint64_t mag = 0;
     for (size_t i = neg; i < n; i++)
-        if (__builtin_mul_overflow(mag, 10, &mag) || __builtin_add_overflow(mag, (uint64_t)(s[i] - '0'), &mag))
+        if (__builtin_mul_overflow(mag, 10, &mag) ||
+            __builtin_add_overflow(mag, (uint64_t)(s[i] - '0'), &mag))
             return dec_fail(d, "integer out of range");
     if (neg && mag != 0) {
         /* -min as unsigned without overflowing int64 */
@@ -335,77 +336,63 @@ static int get_string(const json_t *v, const ProtobufCFieldDescriptor *f, char *
 static ProtobufCMessage *decode_message(const ProtobufCMessageDescriptor *desc, const json_t *obj,
                                         unsigned depth, struct dec *d);
 
-static size_t value_size(ProtobufCType t)
+/* How protobuf-c stores each of the 17 field types; the switches below work on these. */
+enum kind {
+    K_I32, K_U32, K_I64, K_U64, K_DOUBLE, K_FLOAT, K_BOOL, K_ENUM, K_STRING, K_BYTES, K_MESSAGE
+};
+
+static enum kind kind_of(ProtobufCType t)
 {
     switch (t) {
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32: return K_I32;
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32: return K_U32;
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64: return K_I64;
     case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64: return sizeof(uint64_t);
-    case PROTOBUF_C_TYPE_DOUBLE: return sizeof(double);
-    case PROTOBUF_C_TYPE_FLOAT: return sizeof(float);
-    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
-    case PROTOBUF_C_TYPE_ENUM: return sizeof(int);
-    case PROTOBUF_C_TYPE_STRING: return sizeof(char *);
-    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
-    case PROTOBUF_C_TYPE_MESSAGE: return sizeof(ProtobufCMessage *);
-    default: return sizeof(uint32_t); /* the 32-bit integer types */
+    case PROTOBUF_C_TYPE_FIXED64: return K_U64;
+    case PROTOBUF_C_TYPE_DOUBLE: return K_DOUBLE;
+    case PROTOBUF_C_TYPE_FLOAT: return K_FLOAT;
+    case PROTOBUF_C_TYPE_BOOL: return K_BOOL;
+    case PROTOBUF_C_TYPE_ENUM: return K_ENUM;
+    case PROTOBUF_C_TYPE_STRING: return K_STRING;
+    case PROTOBUF_C_TYPE_BYTES: return K_BYTES;
+    case PROTOBUF_C_TYPE_MESSAGE: break;
     }
+    return K_MESSAGE;
 }
+
+static const size_t kind_size[] = {
+    [K_I32] = sizeof(int32_t), [K_U32] = sizeof(uint32_t), [K_I64] = sizeof(int64_t),
+    [K_U64] = sizeof(uint64_t), [K_DOUBLE] = sizeof(double), [K_FLOAT] = sizeof(float),
+    [K_BOOL] = sizeof(protobuf_c_boolean), [K_ENUM] = sizeof(int), [K_STRING] = sizeof(char *),
+    [K_BYTES] = sizeof(ProtobufCBinaryData), [K_MESSAGE] = sizeof(ProtobufCMessage *),
+};
+
+/* Accepted range per integer kind; an enum number is an int32 (proto3 enums are open). */
+static const struct {
+    bool sgn;
+    int64_t min;
+    uint64_t max;
+} int_range[] = {
+    [K_I32] = { true, INT32_MIN, INT32_MAX }, [K_U32] = { false, 0, UINT32_MAX },
+    [K_I64] = { true, INT64_MIN, INT64_MAX }, [K_U64] = { false, 0, UINT64_MAX },
+    [K_ENUM] = { true, INT32_MIN, INT32_MAX },
+};
 
 /* Decodes one non-null value of field f's type into dst. It stores only on success, so a
  * failure leaves dst as it was and owns nothing. */
-static int decode_value(const ProtobufCFieldDescriptor *f, const json_t *v, void *dst, unsigned depth,
-                        struct dec *d)
+static int decode_value(const ProtobufCFieldDescriptor *f, const json_t *v, void *dst,
+                        unsigned depth, struct dec *d)
 {
+    enum kind k = kind_of(f->type);
     uint64_t bits;
     double x;
-    switch (f->type) {
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-        if (get_integer(v, true, INT32_MIN, INT32_MAX, &bits, d) < 0)
-            return -1;
-        *(int32_t *)dst = (int32_t)(int64_t)bits;
-        return 0;
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-        if (get_integer(v, false, 0, UINT32_MAX, &bits, d) < 0)
-            return -1;
-        *(uint32_t *)dst = (uint32_t)bits;
-        return 0;
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-        if (get_integer(v, true, INT64_MIN, INT64_MAX, &bits, d) < 0)
-            return -1;
-        *(int64_t *)dst = (int64_t)bits;
-        return 0;
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        if (get_integer(v, false, 0, UINT64_MAX, &bits, d) < 0)
-            return -1;
-        *(uint64_t *)dst = bits;
-        return 0;
-    case PROTOBUF_C_TYPE_DOUBLE:
-        if (get_double(v, &x, d) < 0)
-            return -1;
-        *(double *)dst = x;
-        return 0;
-    case PROTOBUF_C_TYPE_FLOAT:
-        if (get_double(v, &x, d) < 0)
-            return -1;
-        if (isfinite(x) && (x > FLT_MAX || x < -FLT_MAX))
-            return dec_fail(d, "number out of range");
-        *(float *)dst = (float)x;
-        return 0;
-    case PROTOBUF_C_TYPE_BOOL:
-        if (!json_is_boolean(v))
-            return dec_fail(d, "expected true or false");
-        *(protobuf_c_boolean *)dst = json_is_true(v);
-        return 0;
-    case PROTOBUF_C_TYPE_ENUM:
+    switch (k) {
+    case K_ENUM:
         if (json_is_string(v)) {
             /* An unknown name fails closed: the Python client, too, treats one as malformed. */
             const ProtobufCEnumValue *ev =
@@ -415,13 +402,40 @@ static int decode_value(const ProtobufCFieldDescriptor *f, const json_t *v, void
             *(int *)dst = ev->value;
             return 0;
         }
-        if (get_integer(v, true, INT32_MIN, INT32_MAX, &bits, d) < 0)
+        __attribute__((fallthrough)); /* a number, kept even when unknown */
+    case K_I32:
+    case K_U32:
+    case K_I64:
+    case K_U64:
+        if (get_integer(v, int_range[k].sgn, int_range[k].min, int_range[k].max, &bits, d) < 0)
             return -1;
-        *(int *)dst = (int)(int64_t)bits; /* proto3 enums are open: unknown numbers are kept */
+        if (kind_size[k] == sizeof(uint64_t)) {
+            memcpy(dst, &bits, sizeof bits);
+        } else { /* the low half of the two's complement bits, in range by the check above */
+            uint32_t lo = (uint32_t)bits;
+            memcpy(dst, &lo, sizeof lo);
+        }
         return 0;
-    case PROTOBUF_C_TYPE_STRING: return get_string(v, f, dst, d);
-    case PROTOBUF_C_TYPE_BYTES: return get_bytes(v, dst, d);
-    case PROTOBUF_C_TYPE_MESSAGE: {
+    case K_DOUBLE:
+        if (get_double(v, &x, d) < 0)
+            return -1;
+        *(double *)dst = x;
+        return 0;
+    case K_FLOAT:
+        if (get_double(v, &x, d) < 0)
+            return -1;
+        if (isfinite(x) && (x > FLT_MAX || x < -FLT_MAX))
+            return dec_fail(d, "number out of range");
+        *(float *)dst = (float)x;
+        return 0;
+    case K_BOOL:
+        if (!json_is_boolean(v))
+            return dec_fail(d, "expected true or false");
+        *(protobuf_c_boolean *)dst = json_is_true(v);
+        return 0;
+    case K_STRING: return get_string(v, f, dst, d);
+    case K_BYTES: return get_bytes(v, dst, d);
+    case K_MESSAGE: {
         if (!json_is_object(v))
             return dec_fail(d, "expected an object");
         ProtobufCMessage *sub = decode_message(f->descriptor, v, depth + 1, d);
@@ -431,7 +445,7 @@ static int decode_value(const ProtobufCFieldDescriptor *f, const json_t *v, void
         return 0;
     }
     }
-    return dec_fail(d, "unsupported field type %d", (int)f->type);
+    return dec_fail(d, "unsupported field type %d", (int)f->type); /* unreachable */
 }
 
 /* A repeated field: the array is stored in the message with its count before it is filled, so
@@ -443,7 +457,7 @@ static int decode_repeated(ProtobufCMessage *m, const ProtobufCFieldDescriptor *
         dec_fail(d, "expected an array");
         return dec_locate(d, f, false, 0);
     }
-    size_t n = json_array_size(v), size = value_size(f->type);
+    size_t n = json_array_size(v), size = kind_size[kind_of(f->type)];
     if (n == 0)
         return 0;
     char *arr = calloc(n, size); /* n <= input length, and calloc checks n * size */
@@ -550,8 +564,11 @@ static ProtobufCMessage *decode_message(const ProtobufCMessageDescriptor *desc, 
     return take_ptr(&m);
 }
 
-static bool number_continues(char c) { return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E'; }
 static bool is_exponent(char c) { return c == 'e' || c == 'E'; }
+static bool number_continues(char c)
+{
+    return (c >= '0' && c <= '9') || c == '.' || is_exponent(c);
+}
 
 /* One pass over the raw text that tracks strings exactly as jansson's lexer does. It measures
  * nesting outside strings, refusing more than LIM_JSON_DEPTH before jansson recurses at all
@@ -626,8 +643,8 @@ static const char *json_error_text(enum json_error_code c)
     }
 }
 
-ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
-                                   struct plm_err *err)
+ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const char *json,
+                                   size_t len, struct plm_err *err)
 {
     /* The largest text any caller reads is a client's response cap (§5.3); requests are capped
      * lower before they get here. Checked before anything is allocated. */
@@ -648,7 +665,7 @@ ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const
     if (zeros > 0) { /* zeros <= len / 2, so no overflow below LIM_RESPONSE_MAX */
         copy = malloc(len + 2 * (size_t)zeros);
         if (!copy) {
-            plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "decode JSON: out of memory");
+            plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "JSON: out of memory");
             return NULL;
         }
         prescan(json, len, copy);
@@ -657,11 +674,12 @@ ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const
     }
     json_error_t jerr;
     json_auto_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
+    if (!root) { /* the byte offset counts the rewritten text, 2 more per earlier "-0" */
         enum json_error_code c = json_error_code(&jerr);
         plm_err_set(err, c == json_error_out_of_memory ? ENOMEM : 0,
-                    c == json_error_out_of_memory ? PLM_E_INTERNAL : PLM_E_INVALID, PLM_REFUSAL_NONE,
-                    "invalid JSON at byte %d: %s", jerr.position, json_error_text(c));
+                    c == json_error_out_of_memory ? PLM_E_INTERNAL : PLM_E_INVALID,
+                    PLM_REFUSAL_NONE, "invalid JSON at byte %d: %s", jerr.position,
+                    json_error_text(c));
         return NULL;
     }
     if (!json_is_object(root)) {
@@ -672,7 +690,7 @@ ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const
     ProtobufCMessage *m = decode_message(desc, root, 1, &d);
     if (!m) {
         if (d.oom)
-            plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "decode JSON: out of memory");
+            plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "JSON: out of memory");
         else
             plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "field \"%s\": %s", d.path, d.why);
     }
@@ -780,23 +798,10 @@ static void put_string(struct out *o, const char *str, size_t n)
             out_put(o, "\xEF\xBF\xBD", 3);
             i += bad;
         } else {
-            char esc[6] = { '\\', 0 };
-            size_t elen = 2;
-            switch (c) {
-            case '"': esc[1] = '"'; break;
-            case '\\': esc[1] = '\\'; break;
-            case '\n': esc[1] = 'n'; break;
-            case '\r': esc[1] = 'r'; break;
-            case '\t': esc[1] = 't'; break;
-            case '\b': esc[1] = 'b'; break;
-            case '\f': esc[1] = 'f'; break;
-            default:
-                memcpy(esc + 1, "u00", 3);
-                esc[4] = hex[c >> 4];
-                esc[5] = hex[c & 15];
-                elen = 6;
-            }
-            out_put(o, esc, elen);
+            static const char from[] = "\"\\\n\r\t\b\f", to[] = "\"\\nrtbf";
+            const char *hit = c ? strchr(from, c) : NULL;
+            char esc[6] = { '\\', hit ? to[hit - from] : 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+            out_put(o, esc, hit ? 2 : 6);
             i++;
         }
         run = i;
@@ -825,17 +830,12 @@ static void put_base64(struct out *o, const uint8_t *s, size_t n)
         *p++ = tab[(v >> 6) & 63];
         *p++ = tab[v & 63];
     }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)s[i] << 16;
+    if (n - i) { /* one or two bytes left: two or three characters, then padding */
+        bool two = n - i == 2;
+        uint32_t v = (uint32_t)s[i] << 16 | (two ? (uint32_t)s[i + 1] << 8 : 0);
         *p++ = tab[v >> 18];
         *p++ = tab[(v >> 12) & 63];
-        *p++ = '=';
-        *p++ = '=';
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
-        *p++ = tab[v >> 18];
-        *p++ = tab[(v >> 12) & 63];
-        *p++ = tab[(v >> 6) & 63];
+        *p++ = two ? tab[(v >> 6) & 63] : '=';
         *p++ = '=';
     }
     *p++ = '"';
@@ -883,26 +883,20 @@ static void encode_message(struct out *o, const ProtobufCMessage *m);
 
 static void encode_value(struct out *o, const ProtobufCFieldDescriptor *f, const void *p)
 {
-    switch (f->type) {
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32: put_fmt(o, "%" PRId32, *(const int32_t *)p); return;
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32: put_fmt(o, "%" PRIu32, *(const uint32_t *)p); return;
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64: put_fmt(o, "\"%" PRId64 "\"", *(const int64_t *)p); return;
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64: put_fmt(o, "\"%" PRIu64 "\"", *(const uint64_t *)p); return;
-    case PROTOBUF_C_TYPE_DOUBLE: put_double(o, *(const double *)p, false); return;
-    case PROTOBUF_C_TYPE_FLOAT: put_double(o, *(const float *)p, true); return;
-    case PROTOBUF_C_TYPE_BOOL:
+    switch (kind_of(f->type)) {
+    case K_I32: put_fmt(o, "%" PRId32, *(const int32_t *)p); return;
+    case K_U32: put_fmt(o, "%" PRIu32, *(const uint32_t *)p); return;
+    case K_I64: put_fmt(o, "\"%" PRId64 "\"", *(const int64_t *)p); return;
+    case K_U64: put_fmt(o, "\"%" PRIu64 "\"", *(const uint64_t *)p); return;
+    case K_DOUBLE: put_double(o, *(const double *)p, false); return;
+    case K_FLOAT: put_double(o, *(const float *)p, true); return;
+    case K_BOOL:
         if (*(const protobuf_c_boolean *)p)
             out_put(o, "true", 4);
         else
             out_put(o, "false", 5);
         return;
-    case PROTOBUF_C_TYPE_ENUM: {
+    case K_ENUM: {
         int v = *(const int *)p;
         const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, v);
         if (ev) /* enum names are identifiers from the descriptor; no escaping needed */
@@ -911,17 +905,17 @@ static void encode_value(struct out *o, const ProtobufCFieldDescriptor *f, const
             put_fmt(o, "%d", v);
         return;
     }
-    case PROTOBUF_C_TYPE_STRING: {
+    case K_STRING: {
         const char *s = *(char *const *)p;
         put_string(o, s ? s : "", s ? strlen(s) : 0);
         return;
     }
-    case PROTOBUF_C_TYPE_BYTES: {
+    case K_BYTES: {
         const ProtobufCBinaryData *b = p;
         put_base64(o, b->data, b->data ? b->len : 0);
         return;
     }
-    case PROTOBUF_C_TYPE_MESSAGE: {
+    case K_MESSAGE: {
         const ProtobufCMessage *sub = *(ProtobufCMessage *const *)p;
         if (sub)
             encode_message(o, sub);
@@ -930,38 +924,22 @@ static void encode_value(struct out *o, const ProtobufCFieldDescriptor *f, const
         return;
     }
     }
-    out_put(o, "null", 4); /* unreachable for descriptors protoc-c generates */
 }
 
 /* Whether a field without explicit presence holds its zero value. A double is zero only when
  * all its bits are: -0.0 is emitted, because its sign enters the digest (§6). */
 static bool is_zero(const ProtobufCFieldDescriptor *f, const void *p)
 {
-    switch (f->type) {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64: return *(const uint64_t *)p == 0;
-    case PROTOBUF_C_TYPE_DOUBLE: {
-        uint64_t bits;
-        memcpy(&bits, p, sizeof bits);
-        return bits == 0;
-    }
-    case PROTOBUF_C_TYPE_FLOAT: {
-        uint32_t bits;
-        memcpy(&bits, p, sizeof bits);
-        return bits == 0;
-    }
-    case PROTOBUF_C_TYPE_BOOL: return *(const protobuf_c_boolean *)p == 0;
-    case PROTOBUF_C_TYPE_ENUM: return *(const int *)p == 0;
-    case PROTOBUF_C_TYPE_STRING: {
+    static const char zeros[8];
+    enum kind k = kind_of(f->type);
+    switch (k) {
+    case K_STRING: {
         const char *s = *(char *const *)p;
         return !s || !s[0];
     }
-    case PROTOBUF_C_TYPE_BYTES: return ((const ProtobufCBinaryData *)p)->len == 0;
-    case PROTOBUF_C_TYPE_MESSAGE: return *(ProtobufCMessage *const *)p == NULL;
-    default: return *(const uint32_t *)p == 0;
+    case K_BYTES: return ((const ProtobufCBinaryData *)p)->len == 0;
+    case K_MESSAGE: return *(ProtobufCMessage *const *)p == NULL;
+    default: return memcmp(p, zeros, kind_size[k]) == 0; /* bitwise, so -0.0 is not zero */
     }
 }
 
@@ -994,7 +972,7 @@ static void encode_message(struct out *o, const ProtobufCMessage *m)
             const char *arr = *(char *const *)p;
             if (n == 0 || !arr)
                 continue;
-            size_t size = value_size(f->type);
+            size_t size = kind_size[kind_of(f->type)];
             put_key(o, f->name, &first);
             out_ch(o, '[');
             for (size_t k = 0; k < n && !o->oom; k++) {

@@ -15,7 +15,8 @@
  * enums by name or number, bytes as standard or URL-safe base64 (padded or not), doubles as numbers
  * or "NaN"/"Infinity"/"-Infinity" (and -0 kept), nesting depth <= LIM_JSON_DEPTH, more than one
  * member of a oneof set is an error, strings containing U+0000 are an error.
- * Errors are PLM_E_INVALID with refusal PLM_REFUSAL_NONE (a decode error carries no detail). */
+ * Errors are PLM_E_INVALID with refusal PLM_REFUSAL_NONE (a decode error carries no detail); running out
+ * of memory is PLM_E_INTERNAL with errnum ENOMEM. */
 ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
                                    struct plm_err *err);
 

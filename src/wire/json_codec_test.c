@@ -175,7 +175,8 @@ static void test_golden(void)
     {
         json_t *req = json_object_get(e, "request");
         /* vector 7 is a SessionRunRequest (wire.md §14) */
-        const ProtobufCMessageDescriptor *d = json_object_get(req, "sessionId") ? SESSION_REQ : RUN_REQ;
+        const ProtobufCMessageDescriptor *d =
+            json_object_get(req, "sessionId") ? SESSION_REQ : RUN_REQ;
         CHECK(golden_round_trip(d, req));
         CHECK(snake_same(d, req));
         n++;
@@ -198,7 +199,8 @@ static void test_golden(void)
 
 static void test_names(void)
 {
-    Plimsoll__V1__RunRequest *r = (void *)dec(RUN_REQ, "{\"minimum_isolation\":\"kernel\",\"trace_id\":\"t\"}");
+    Plimsoll__V1__RunRequest *r =
+        (void *)dec(RUN_REQ, "{\"minimum_isolation\":\"kernel\",\"trace_id\":\"t\"}");
     CHECK(r && strcmp(r->minimum_isolation, "kernel") == 0 && strcmp(r->trace_id, "t") == 0);
     protobuf_c_message_free_unpacked((void *)r, NULL);
     CHECK(reencodes_to(RUN_REQ, "{\"minimum_isolation\":\"kernel\",\"timeout_ms\":5}",
@@ -207,32 +209,41 @@ static void test_names(void)
                   "field \"minimum_isolation\": given twice"));
     CHECK(refused(RUN_REQ, "{\"timeoutMs\":null,\"timeout_ms\":1}", "given twice"));
     CHECK(refused(RUN_REQ, "{\"protocol\":1,\"protocol\":2}", "duplicate key"));
-    CHECK(refused(RUN_REQ, "{\"module\":{\"end_time\":1,\"endTime\":1}}", "field \"module.end_time\": given twice"));
+    CHECK(refused(RUN_REQ, "{\"module\":{\"end_time\":1,\"endTime\":1}}",
+                  "field \"module.end_time\": given twice"));
     /* unknown keys, however nested (within the depth limit), are ignored */
-    CHECK(reencodes_to(RUN_REQ, "{\"protocol\":3,\"bogus\":{\"x\":[1,{\"y\":null}]},\"Protocol\":9}",
+    CHECK(reencodes_to(RUN_REQ,
+                       "{\"protocol\":3,\"bogus\":{\"x\":[1,{\"y\":null}]},\"Protocol\":9}",
                        "{\"protocol\":3}"));
 }
 
 static void test_zero_and_null(void)
 {
-    CHECK(reencodes_to(RUN_REQ, "{\"protocol\":0,\"minimumIsolation\":\"\",\"timeoutMs\":null,"
-                                "\"softwareRule\":null,\"javascript\":null}", "{}"));
+    CHECK(reencodes_to(RUN_REQ,
+                       "{\"protocol\":0,\"minimumIsolation\":\"\",\"timeoutMs\":null,"
+                       "\"softwareRule\":null,\"javascript\":null}",
+                       "{}"));
     /* a set oneof member and a present sub-message are emitted even when empty */
-    CHECK(reencodes_to(RUN_REQ, "{\"javascript\":{},\"softwareRule\":{}}", "{\"softwareRule\":{},\"javascript\":{}}"));
+    CHECK(reencodes_to(RUN_REQ, "{\"javascript\":{},\"softwareRule\":{}}",
+                       "{\"softwareRule\":{},\"javascript\":{}}"));
     CHECK(reencodes_to(RUN_REQ, "{\"javascript\":{},\"project\":null}", "{\"javascript\":{}}"));
     CHECK(reencodes_to(RUN_REQ, "{\"project\":{\"steps\":[],\"files\":null}}", "{\"project\":{}}"));
     /* empty strings inside repeated fields are elements, kept and freed like any other */
-    CHECK(reencodes_to(RUN_REQ, "{\"project\":{\"steps\":[\"\",\"a\",\"\"],\"files\":[{},{\"path\":\"\"}]}}",
+    CHECK(reencodes_to(RUN_REQ,
+                       "{\"project\":{\"steps\":[\"\",\"a\",\"\"],\"files\":[{},{\"path\":\"\"}]}}",
                        "{\"project\":{\"files\":[{},{}],\"steps\":[\"\",\"a\",\"\"]}}"));
     CHECK(refused(RUN_REQ, "{\"javascript\":{},\"module\":{}}",
                   "field \"module\": a second member of a oneof (\"javascript\" is already set)"));
-    CHECK(refused(RUN_REQ, "{\"project\":{\"steps\":[\"a\",null]}}", "field \"project.steps[1]\": null element"));
+    CHECK(refused(RUN_REQ, "{\"project\":{\"steps\":[\"a\",null]}}",
+                  "field \"project.steps[1]\": null element"));
     CHECK(refused(RUN_REQ, "{\"project\":{\"files\":[{\"path\":\"a\"},{\"path\":1}]}}",
                   "field \"project.files[1].path\": expected a string"));
-    CHECK(refused(RUN_REQ, "{\"project\":{\"steps\":\"a\"}}", "field \"project.steps\": expected an array"));
+    CHECK(refused(RUN_REQ, "{\"project\":{\"steps\":\"a\"}}",
+                  "field \"project.steps\": expected an array"));
     CHECK(refused(RUN_REQ, "{\"javascript\":[]}", "field \"javascript\": expected an object"));
     CHECK(refused(RUN_REQ, "{\"traceId\":5}", "field \"trace_id\": expected a string"));
-    CHECK(refused(RUN_RESP, "{\"cell\":{\"timedOut\":1}}", "field \"cell.timed_out\": expected true or false"));
+    CHECK(refused(RUN_RESP, "{\"cell\":{\"timedOut\":1}}",
+                  "field \"cell.timed_out\": expected true or false"));
 }
 
 static void test_integers(void)
@@ -242,22 +253,29 @@ static void test_integers(void)
                        "{\"durationMs\":\"-9223372036854775808\"}"));
     CHECK(reencodes_to(RUN_RESP, "{\"durationMs\":9223372036854775807}",
                        "{\"durationMs\":\"9223372036854775807\"}"));
-    CHECK(reencodes_to(RECORD, "{\"sequence\":\"18446744073709551615\"}", "{\"sequence\":\"18446744073709551615\"}"));
-    CHECK(reencodes_to(RECORD, "{\"sequence\":\"1e3\",\"version\":2.0}", "{\"version\":2,\"sequence\":\"1000\"}"));
-    CHECK(reencodes_to(RUN_REQ, "{\"timeoutMs\":\"-5000\",\"protocol\":\"3\"}", "{\"protocol\":3,\"timeoutMs\":-5000}"));
+    CHECK(reencodes_to(RECORD, "{\"sequence\":\"18446744073709551615\"}",
+                       "{\"sequence\":\"18446744073709551615\"}"));
+    CHECK(reencodes_to(RECORD, "{\"sequence\":\"1e3\",\"version\":2.0}",
+                       "{\"version\":2,\"sequence\":\"1000\"}"));
+    CHECK(reencodes_to(RUN_REQ, "{\"timeoutMs\":\"-5000\",\"protocol\":\"3\"}",
+                       "{\"protocol\":3,\"timeoutMs\":-5000}"));
     CHECK(reencodes_to(RUN_REQ, "{\"timeoutMs\":-2147483648,\"protocol\":4294967295}",
                        "{\"protocol\":4294967295,\"timeoutMs\":-2147483648}"));
     CHECK(reencodes_to(RUN_REQ, "{\"timeoutMs\":1e3,\"protocol\":-0}", "{\"timeoutMs\":1000}"));
     CHECK(reencodes_to(RUN_REQ, "{\"timeoutMs\":\"-0\"}", "{}"));
-    CHECK(refused(RECORD, "{\"sequence\":\"18446744073709551616\"}", "field \"sequence\": integer out of range"));
+    CHECK(refused(RECORD, "{\"sequence\":\"18446744073709551616\"}",
+                  "field \"sequence\": integer out of range"));
     CHECK(refused(RECORD, "{\"sequence\":-1}", "integer out of range"));
     CHECK(refused(RECORD, "{\"sequence\":\"-1\"}", "integer out of range"));
-    CHECK(refused(RUN_RESP, "{\"durationMs\":\"9223372036854775808\"}", "field \"duration_ms\": integer out of range"));
+    CHECK(refused(RUN_RESP, "{\"durationMs\":\"9223372036854775808\"}",
+                  "field \"duration_ms\": integer out of range"));
     CHECK(refused(RUN_RESP, "{\"durationMs\":\"-9223372036854775809\"}", "integer out of range"));
     CHECK(refused(RUN_RESP, "{\"durationMs\":9.3e18}", "integer out of range"));
-    CHECK(refused(RUN_REQ, "{\"timeoutMs\":2147483648}", "field \"timeout_ms\": integer out of range"));
+    CHECK(refused(RUN_REQ, "{\"timeoutMs\":2147483648}",
+                  "field \"timeout_ms\": integer out of range"));
     CHECK(refused(RUN_REQ, "{\"timeoutMs\":-2147483649}", "integer out of range"));
-    CHECK(refused(RUN_REQ, "{\"protocol\":4294967296}", "field \"protocol\": integer out of range"));
+    CHECK(
+        refused(RUN_REQ, "{\"protocol\":4294967296}", "field \"protocol\": integer out of range"));
     CHECK(refused(RUN_REQ, "{\"protocol\":-1}", "integer out of range"));
     CHECK(refused(RUN_REQ, "{\"timeoutMs\":1.5}", "field \"timeout_ms\": not an integer"));
     CHECK(refused(RUN_REQ, "{\"timeoutMs\":\"1.5\"}", "not an integer"));
@@ -271,13 +289,15 @@ static void test_integers(void)
     /* huge numbers: jansson refuses them as text, anywhere, even under an unknown key */
     CHECK(refused(RUN_REQ, "{\"timeoutMs\":99999999999999999999}", "number out of range"));
     CHECK(refused(RUN_REQ, "{\"x\":1e400}", "number out of range"));
-    CHECK(refused(RUN_REQ, "{\"timeoutMs\":\"99999999999999999999999999999\"}", "integer out of range"));
+    CHECK(refused(RUN_REQ, "{\"timeoutMs\":\"99999999999999999999999999999\"}",
+                  "integer out of range"));
 }
 
 static void test_doubles(void)
 {
-    const char *in = "{\"module\":{\"rows\":[{\"values\":[\"NaN\",\"Infinity\",\"-Infinity\",-0,-0.0,0.1,"
-                     "1e300,5e-324,\"-0\",\"2.5\",-0e0,1.7976931348623157e308,123456789012345678]}]}}";
+    const char *in =
+        "{\"module\":{\"rows\":[{\"values\":[\"NaN\",\"Infinity\",\"-Infinity\",-0,-0.0,0.1,"
+        "1e300,5e-324,\"-0\",\"2.5\",-0e0,1.7976931348623157e308,123456789012345678]}]}}";
     Plimsoll__V1__RunRequest *r = (void *)dec(RUN_REQ, in);
     CHECK(r && r->module && r->module->n_rows == 1 && r->module->rows[0]->n_values == 13);
     if (r && r->module && r->module->n_rows == 1 && r->module->rows[0]->n_values == 13) {
@@ -290,11 +310,13 @@ static void test_doubles(void)
         CHECK(v[5] == 0.1 && v[7] == 5e-324 && v[9] == 2.5);
     }
     protobuf_c_message_free_unpacked((void *)r, NULL);
-    CHECK(reencodes_to(RUN_REQ, in,
-                       "{\"module\":{\"rows\":[{\"values\":[\"NaN\",\"Infinity\",\"-Infinity\",-0,-0,0.1,"
-                       "1e+300,5e-324,-0,2.5,-0,1.7976931348623157e+308,"
-                       "1.2345678901234568e+17]}]}}"));
-    CHECK(reencodes_to(RUN_REQ, "{\"module\":{\"endTime\":-0,\"step\":0}}", "{\"module\":{\"endTime\":-0}}"));
+    CHECK(reencodes_to(
+        RUN_REQ, in,
+        "{\"module\":{\"rows\":[{\"values\":[\"NaN\",\"Infinity\",\"-Infinity\",-0,-0,0.1,"
+        "1e+300,5e-324,-0,2.5,-0,1.7976931348623157e+308,"
+        "1.2345678901234568e+17]}]}}"));
+    CHECK(reencodes_to(RUN_REQ, "{\"module\":{\"endTime\":-0,\"step\":0}}",
+                       "{\"module\":{\"endTime\":-0}}"));
     CHECK(reencodes_to(RUN_REQ, "{\"module\":{\"endTime\":1e-0,\"step\":\"1E-0\"}}",
                        "{\"module\":{\"endTime\":1,\"step\":1}}"));
     /* "-0" inside strings and keys is text, not a number */
@@ -302,7 +324,8 @@ static void test_doubles(void)
                        "{\"traceId\":\"-0\",\"module\":{\"model\":\"a\\\"-0\"}}"));
     CHECK(reencodes_to(RUN_REQ, "{\"module\":{\"step\":0.30000000000000004,\"endTime\":100}}",
                        "{\"module\":{\"endTime\":100,\"step\":0.30000000000000004}}"));
-    CHECK(refused(RUN_REQ, "{\"module\":{\"step\":\"nan\"}}", "field \"module.step\": expected a number"));
+    CHECK(refused(RUN_REQ, "{\"module\":{\"step\":\"nan\"}}",
+                  "field \"module.step\": expected a number"));
     CHECK(refused(RUN_REQ, "{\"module\":{\"step\":\"inf\"}}", "expected a number"));
     CHECK(refused(RUN_REQ, "{\"module\":{\"step\":\"1e400\"}}", "number out of range"));
     CHECK(refused(RUN_REQ, "{\"module\":{\"step\":NaN}}", "invalid JSON"));
@@ -320,12 +343,14 @@ static void test_bytes_and_enums(void)
                        "{\"javascript\":{\"stdout\":\"+/8=\",\"stderr\":\"+/8=\"}}"));
     CHECK(reencodes_to(RUN_RESP, "{\"cell\":{\"stdout\":\"cm93cz0yCg\",\"stderr\":\"\"}}",
                        "{\"cell\":{\"stdout\":\"cm93cz0yCg==\"}}"));
-    CHECK(reencodes_to(RUN_RESP, "{\"cell\":{\"stdout\":\"AAECAwQF\"}}", "{\"cell\":{\"stdout\":\"AAECAwQF\"}}"));
+    CHECK(reencodes_to(RUN_RESP, "{\"cell\":{\"stdout\":\"AAECAwQF\"}}",
+                       "{\"cell\":{\"stdout\":\"AAECAwQF\"}}"));
     Plimsoll__V1__RunResponse *r = (void *)dec(RUN_RESP, "{\"javascript\":{\"stderr\":\"_3g\"}}");
-    CHECK(r && r->javascript && r->javascript->stderr.len == 2 && r->javascript->stderr.data[0] == 0xff &&
-          r->javascript->stderr.data[1] == 0x78);
+    CHECK(r && r->javascript && r->javascript->stderr.len == 2 &&
+          r->javascript->stderr.data[0] == 0xff && r->javascript->stderr.data[1] == 0x78);
     protobuf_c_message_free_unpacked((void *)r, NULL);
-    CHECK(refused(RUN_RESP, "{\"javascript\":{\"stdout\":\"M\"}}", "field \"javascript.stdout\": invalid base64 length"));
+    CHECK(refused(RUN_RESP, "{\"javascript\":{\"stdout\":\"M\"}}",
+                  "field \"javascript.stdout\": invalid base64 length"));
     CHECK(refused(RUN_RESP, "{\"javascript\":{\"stdout\":\"Mg=\"}}", "invalid base64 length"));
     CHECK(refused(RUN_RESP, "{\"javascript\":{\"stdout\":\"Mgo==\"}}", "invalid base64"));
     CHECK(refused(RUN_RESP, "{\"javascript\":{\"stdout\":\"M=go\"}}", "invalid base64 character"));
@@ -335,12 +360,16 @@ static void test_bytes_and_enums(void)
     CHECK(refused(RUN_RESP, "{\"javascript\":{\"stdout\":\"Mg*=\"}}", "invalid base64 character"));
     CHECK(refused(RUN_RESP, "{\"javascript\":{\"stdout\":5}}", "expected a base64 string"));
 
-    CHECK(reencodes_to(RUN_RESP, "{\"project\":{\"outcome\":2}}", "{\"project\":{\"outcome\":\"PROJECT_OUTCOME_SETUP_FAILED\"}}"));
+    CHECK(reencodes_to(RUN_RESP, "{\"project\":{\"outcome\":2}}",
+                       "{\"project\":{\"outcome\":\"PROJECT_OUTCOME_SETUP_FAILED\"}}"));
     CHECK(reencodes_to(RUN_RESP, "{\"project\":{\"outcome\":\"PROJECT_OUTCOME_COMPLETED\"}}",
                        "{\"project\":{\"outcome\":\"PROJECT_OUTCOME_COMPLETED\"}}"));
-    CHECK(reencodes_to(RUN_RESP, "{\"project\":{\"outcome\":99}}", "{\"project\":{\"outcome\":99}}"));
-    CHECK(reencodes_to(RUN_RESP, "{\"project\":{\"outcome\":\"PROJECT_OUTCOME_UNSPECIFIED\"}}", "{\"project\":{}}"));
-    CHECK(refused(RUN_RESP, "{\"project\":{\"outcome\":\"COMPLETED\"}}", "field \"project.outcome\": unknown enum name"));
+    CHECK(
+        reencodes_to(RUN_RESP, "{\"project\":{\"outcome\":99}}", "{\"project\":{\"outcome\":99}}"));
+    CHECK(reencodes_to(RUN_RESP, "{\"project\":{\"outcome\":\"PROJECT_OUTCOME_UNSPECIFIED\"}}",
+                       "{\"project\":{}}"));
+    CHECK(refused(RUN_RESP, "{\"project\":{\"outcome\":\"COMPLETED\"}}",
+                  "field \"project.outcome\": unknown enum name"));
     CHECK(refused(RUN_RESP, "{\"project\":{\"outcome\":\"1\"}}", "unknown enum name"));
     CHECK(refused(RUN_RESP, "{\"project\":{\"outcome\":2147483648}}", "integer out of range"));
     CHECK(refused(RUN_RESP, "{\"project\":{\"outcome\":true}}", "expected an integer"));
@@ -356,7 +385,8 @@ static void test_text_rules(void)
     CHECK(refused(RUN_REQ, "{\"traceId\":\"\xed\xa0\x80\"}", "invalid UTF-8"));
     CHECK(refused(RUN_REQ, "{\"traceId\":\"\\ud800\"}", "invalid JSON"));
     CHECK(refused(RUN_REQ, "{\"traceId\":\"\\udc00\\ud800\"}", "invalid JSON"));
-    CHECK(reencodes_to(RUN_REQ, "{\"traceId\":\"\\ud83d\\ude00\\u00e9\"}", "{\"traceId\":\"\xf0\x9f\x98\x80\xc3\xa9\"}"));
+    CHECK(reencodes_to(RUN_REQ, "{\"traceId\":\"\\ud83d\\ude00\\u00e9\"}",
+                       "{\"traceId\":\"\xf0\x9f\x98\x80\xc3\xa9\"}"));
     CHECK(refused(RUN_REQ, "[]", "top level is not an object"));
     CHECK(refused(RUN_REQ, "1", "invalid JSON"));
     CHECK(refused(RUN_REQ, "\"x\"", "invalid JSON"));
@@ -369,8 +399,10 @@ static void test_text_rules(void)
     CHECK(m != NULL);
     protobuf_c_message_free_unpacked(m, NULL);
     /* jansson's own messages quote input; ours never do */
-    CHECK(refused(RUN_REQ, "{\"protocol\":SECRET}", "invalid JSON at byte") && !strstr(err.msg, "SECRET"));
-    CHECK(refused(RUN_RESP, "{\"project\":{\"outcome\":\"SECRET\"}}", "unknown enum") && !strstr(err.msg, "SECRET"));
+    CHECK(refused(RUN_REQ, "{\"protocol\":SECRET}", "invalid JSON at byte") &&
+          !strstr(err.msg, "SECRET"));
+    CHECK(refused(RUN_RESP, "{\"project\":{\"outcome\":\"SECRET\"}}", "unknown enum") &&
+          !strstr(err.msg, "SECRET"));
 
     /* depth: LIM_JSON_DEPTH levels at most, anywhere, before jansson recurses */
     char bomb[8192];
@@ -407,14 +439,21 @@ static void test_encode_only(void)
     /* strings from binary protobuf are not validated: the writer escapes and repairs them */
     Plimsoll__V1__RunResponse r = PLIMSOLL__V1__RUN_RESPONSE__INIT;
     r.sandbox = "q\"\\/\n\r\t\b\f\x01\x1f\x7f";
-    r.isolation = "a\xff" "b\xe2\x82" "c\xed\xa0\x80" "d\xf4\x90\x80\x80" "e\xc3";
+    r.isolation = "a\xff"
+                  "b\xe2\x82"
+                  "c\xed\xa0\x80"
+                  "d\xf4\x90\x80\x80"
+                  "e\xc3";
     r.environment = "\xe2\x82\xac\xf0\x9f\x98\x80";
     r.duration_ms = -1;
     size_t len = 0;
     char *s = wire_json_encode(&r.base, &len);
     CHECK_STR(s, "{\"sandbox\":\"q\\\"\\\\/\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\","
-                 "\"isolation\":\"a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
-                 "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "e\xef\xbf\xbd\","
+                 "\"isolation\":\"a\xef\xbf\xbd"
+                 "b\xef\xbf\xbd"
+                 "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                 "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                 "e\xef\xbf\xbd\","
                  "\"durationMs\":\"-1\",\"environment\":\"\xe2\x82\xac\xf0\x9f\x98\x80\"}");
     CHECK(s && len == strlen(s));
     json_t *j = s ? json_loadb(s, len, 0, NULL) : NULL;
