@@ -10,15 +10,16 @@ secs=${1:-20}
 if [ ! -f build-fuzz/build.ninja ]; then
     CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
 fi
-ninja -C build-fuzz fuzz/fuzz_json_decode fuzz/fuzz_binary_decode
+ninja -C build-fuzz fuzz/fuzz_json_decode fuzz/fuzz_binary_decode fuzz/fuzz_route
 
 # UBSan recovers by default; a finding must fail the run like an ASan one does.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1
 
 status=0
-for t in json binary; do
+for t in json binary route; do
     target=fuzz_${t}_decode
+    [ "$t" = route ] && target=fuzz_route
     # New inputs go to the first (git-ignored) directory; the checked-in seeds stay untouched.
     work=fuzz/corpus-$t
     mkdir -p "$work"
@@ -27,7 +28,7 @@ for t in json binary; do
     echo "== $target for ${secs}s"
     if ! "build-fuzz/fuzz/$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
         -max_len=8192 -print_final_stats=1 -artifact_prefix="build-fuzz/$target-" $dict \
-        "$work" "fuzz/corpus/$t"; then
+        "$work" $( [ -d "fuzz/corpus/$t" ] && echo "fuzz/corpus/$t" ); then
         echo "FAIL: $target" >&2
         status=1
     fi

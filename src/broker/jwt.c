@@ -1,0 +1,157 @@
+/* jwt.c: HS256 JWT minting with OpenSSL's HMAC (RFC 7519, RFC 7518 §3.2).
+ * Trusts: the key and claims from a validated profile; the subject from the authenticated caller,
+ * re-checked here because it ends up inside a credential.
+ * Invariant: every buffer that held the signing input's signature or the token is wiped before
+ * it is freed; the key is only ever read through its brk_secret. */
+#include "jwt.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text.h"
+
+#define REFUSE(err, ...) plm_err_set(err, 0, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, __VA_ARGS__)
+
+bool brk_subject_ok(const char *s)
+{
+    if (!s)
+        return false;
+    size_t len = strlen(s);
+    if (len == 1 && s[0] == '*')
+        return false;
+    return brk_text_ok(s, len, BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_TRIMMED);
+}
+
+size_t brk_b64url_len(size_t n)
+{
+    return n / 3 * 4 + (n % 3 ? n % 3 + 1 : 0);
+}
+
+size_t brk_b64url_encode(const unsigned char *in, size_t n, char *out)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    size_t o = 0, i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = a[v >> 18 & 63];
+        out[o++] = a[v >> 12 & 63];
+        out[o++] = a[v >> 6 & 63];
+        out[o++] = a[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = a[v >> 18 & 63];
+        out[o++] = a[v >> 12 & 63];
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        out[o++] = a[v >> 18 & 63];
+        out[o++] = a[v >> 12 & 63];
+        out[o++] = a[v >> 6 & 63];
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* Appends b64url(data) to b. */
+static void add_b64(struct brk_sbuf *b, const unsigned char *data, size_t n)
+{
+    size_t need = brk_b64url_len(n) + 1;
+    char *tmp = malloc(need);
+    if (!tmp) {
+        b->failed = true;
+        return;
+    }
+    size_t len = brk_b64url_encode(data, n, tmp);
+    brk_sbuf_add(b, tmp, len);
+    free(tmp);
+}
+
+static char *claims_json(const struct brk_jwt_params *p, const char *jti)
+{
+    json_t *c = json_object();
+    if (!c)
+        return NULL;
+    int bad = json_object_set_new(c, "iss", json_string(p->issuer));
+    bad |= json_object_set_new(c, "aud", json_string(p->audience));
+    bad |= json_object_set_new(c, "sub", json_string(p->subject));
+    if (p->n_scopes > 0) {
+        struct brk_sbuf s = {0};
+        for (size_t i = 0; i < p->n_scopes; i++) {
+            if (i)
+                brk_sbuf_add(&s, " ", 1);
+            brk_sbuf_str(&s, p->scopes[i]);
+        }
+        char *joined = brk_sbuf_take(&s);
+        bad |= joined ? json_object_set_new(c, "scope", json_string(joined)) : -1;
+        free(joined);
+    }
+    bad |= json_object_set_new(c, "iat", json_integer(p->now_unix));
+    bad |= json_object_set_new(c, "exp", json_integer(p->now_unix + (json_int_t)p->ttl_s));
+    bad |= json_object_set_new(c, "jti", json_string(jti));
+    char *out = bad ? NULL : json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(c);
+    return out;
+}
+
+int brk_jwt_mint(const struct brk_jwt_params *p, struct brk_secret *out, struct plm_err *err)
+{
+    brk_secret_done(out);
+    /* The subject first: a refused subject never reaches the key (§5.2, §8 item 55). */
+    if (!brk_subject_ok(p->subject))
+        return REFUSE(err, "grant token: minting a per-caller credential requires a stable "
+                           "authenticated subject");
+    if (!brk_secret_isset(p->key) || !p->issuer || !p->audience || p->ttl_s == 0)
+        return REFUSE(err, "grant token: the jwt minter is not configured");
+    for (size_t i = 0; i < p->n_scopes; i++)
+        if (!p->scopes[i])
+            return REFUSE(err, "grant token: a scope is missing");
+
+    unsigned char rnd[16];
+    if (RAND_bytes(rnd, sizeof rnd) != 1)
+        return REFUSE(err, "grant token: no randomness for the token id");
+    char jti[32];
+    brk_b64url_encode(rnd, sizeof rnd, jti);
+
+    char *claims = claims_json(p, jti);
+    if (!claims)
+        return plm_err_set(err, ENOMEM, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, "grant token: out of memory");
+    static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    struct brk_sbuf b = {0};
+    add_b64(&b, (const unsigned char *)header, sizeof header - 1);
+    brk_sbuf_add(&b, ".", 1);
+    add_b64(&b, (const unsigned char *)claims, strlen(claims));
+    free(claims);
+    if (b.failed) {
+        brk_sbuf_done(&b);
+        return plm_err_set(err, ENOMEM, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, "grant token: out of memory");
+    }
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    if (!HMAC(EVP_sha256(), p->key->data, (int)p->key->len, (const unsigned char *)b.p, b.len, mac, &mac_len)) {
+        brk_sbuf_done(&b);
+        return REFUSE(err, "grant token: HMAC-SHA256 failed");
+    }
+    /* The signature is encoded on the stack and wiped: add_b64's heap scratch is not. The
+     * builder grows before it copies, so no freed block ever held the signature. */
+    char sig[(EVP_MAX_MD_SIZE + 2) / 3 * 4 + 1];
+    size_t sig_len = brk_b64url_encode(mac, mac_len, sig);
+    brk_sbuf_add(&b, ".", 1);
+    brk_sbuf_add(&b, sig, sig_len);
+    explicit_bzero(mac, sizeof mac);
+    explicit_bzero(sig, sizeof sig);
+    /* The token is a secret from here: wipe the builder's copy whatever happens. */
+    int r = -1;
+    if (!b.failed && brk_token_ok(b.p, b.len) && brk_secret_set(out, b.p, b.len) == 0)
+        r = 0;
+    if (b.p)
+        explicit_bzero(b.p, b.cap);
+    brk_sbuf_done(&b);
+    if (r < 0)
+        return REFUSE(err, "grant token: the minted token is not a usable bearer token");
+    return 0;
+}

@@ -1,0 +1,976 @@
+/* profiles.c: loading and validating PLIMSOLL_GRANTS_FILE (providers.md §5.1, docs/grants.md).
+ * Owns: the loaded profiles and their secrets.
+ * Trusts: nothing in the file beyond its being the operator's; every field is checked, unknown
+ * and duplicate keys are errors, and the first problem fails the whole load (fail closed), so the
+ * daemon never starts with a profile it only half understood. Secrets are read from the
+ * environment here and nowhere else, copied into brk_secret, and never appear in a message.
+ * Invariant: every message names the profile and the field; a message never contains a secret
+ * value (only variable names and lengths). */
+#include "profiles.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../core/cleanup.h"
+#include "../core/limits.h"
+#include "../core/validate.h"
+#include "text.h"
+
+/* ---- field errors ---------------------------------------------------------------------- */
+
+struct lctx {
+    const char *profile; /* validated name, or NULL before the name is known */
+    brk_getenv_fn getenv_fn;
+    struct plm_err *err;
+};
+
+static int fail(struct lctx *c, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct lctx *c, const char *field, const char *fmt, ...)
+{
+    char why[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    /* field NULL: the message is about the object itself ("unknown field ...") */
+    const char *f = field ? field : "", *sep = field ? ": " : "";
+    if (c->profile)
+        return plm_err_set(c->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "profile \"%s\": %s%s%s", c->profile, f, sep,
+                           why);
+    return plm_err_set(c->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "%s%s%s", f, sep, why);
+}
+
+static int oom(struct lctx *c)
+{
+    return plm_err_set(c->err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+}
+
+/* A JSON string's bytes, refusing an embedded NUL (jansson rejects \u0000 already; twice is
+ * cheap). Returns NULL when v is not a string. */
+static const char *jstr(const json_t *v, size_t *len)
+{
+    if (!json_is_string(v))
+        return NULL;
+    const char *s = json_string_value(v);
+    *len = json_string_length(v);
+    if (strlen(s) != *len)
+        return NULL;
+    return s;
+}
+
+static bool key_in(const char *k, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (strcmp(k, *keys) == 0)
+            return true;
+    return false;
+}
+
+static int check_keys(struct lctx *c, const json_t *o, const char *where, const char *const *keys)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v)
+    {
+        if (!key_in(k, keys)) {
+            char q[80];
+            return fail(c, where, "unknown field \"%s\"", brk_quote(q, sizeof q, k, strlen(k)));
+        }
+    }
+    return 0;
+}
+
+/* ---- base_url -------------------------------------------------------------------------- */
+
+static bool host_byte(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+}
+
+/* Parses an origin "scheme://host[:port]". Returns NULL and the canonical lower-case origin in
+ * *out, or the reason. http is refused unless the host is localhost or a loopback IP literal. */
+static const char *parse_origin(const char *s, size_t len, char **out)
+{
+    *out = NULL;
+    if (len == 0 || !brk_text_ok(s, len, BRK_TXT_NONEMPTY | BRK_TXT_TRIMMED))
+        return "must be a non-blank URL in valid UTF-8 with no surrounding whitespace";
+    const char *sep = strstr(s, "://");
+    if (!sep)
+        return "must be an absolute URL such as \"https://api.example\"";
+    size_t slen = (size_t)(sep - s);
+    bool https = slen == 5 && strncasecmp(s, "https", 5) == 0;
+    bool http = slen == 4 && strncasecmp(s, "http", 4) == 0;
+    if (!https && !http)
+        return "scheme must be https (or http for localhost or a loopback IP)";
+    const char *a = sep + 3;
+    size_t alen = len - slen - 3;
+    if (alen == 0)
+        return "must have a host";
+    for (size_t i = 0; i < alen; i++) {
+        unsigned char c = (unsigned char)a[i];
+        if (c == '/')
+            return "must be an origin only: no path, not even \"/\"";
+        if (c == '?')
+            return "must be an origin only: no query";
+        if (c == '#')
+            return "must be an origin only: no fragment";
+        if (c == '@')
+            return "must not contain userinfo";
+        if (c <= 0x20 || c >= 0x7f || c == '\\' || c == '%')
+            return "host must be plain ASCII (use punycode for IDN)";
+    }
+    /* split host and port */
+    char host[256];
+    const char *port = NULL;
+    size_t hlen, plen = 0;
+    bool v6 = false;
+    if (a[0] == '[') {
+        const char *rb = memchr(a, ']', alen);
+        if (!rb)
+            return "has an unterminated IPv6 literal";
+        hlen = (size_t)(rb - a - 1);
+        if (hlen == 0 || hlen >= sizeof host)
+            return "has an invalid IPv6 literal";
+        memcpy(host, a + 1, hlen);
+        host[hlen] = '\0';
+        struct in6_addr in6;
+        if (inet_pton(AF_INET6, host, &in6) != 1)
+            return "has an invalid IPv6 literal";
+        v6 = true;
+        size_t rest = alen - hlen - 2;
+        if (rest > 0) {
+            if (rb[1] != ':')
+                return "has an invalid port";
+            port = rb + 2;
+            plen = rest - 1;
+        }
+    } else {
+        const char *colon = memchr(a, ':', alen);
+        hlen = colon ? (size_t)(colon - a) : alen;
+        if (colon) {
+            port = colon + 1;
+            plen = alen - hlen - 1;
+            if (memchr(port, ':', plen))
+                return "has an invalid port";
+        }
+        if (hlen == 0)
+            return "must have a host";
+        if (hlen > 253)
+            return "has a host name longer than 253 bytes";
+        memcpy(host, a, hlen);
+        host[hlen] = '\0';
+        size_t label = 0;
+        for (size_t i = 0; i < hlen; i++) {
+            if (!host_byte((unsigned char)host[i]))
+                return "has an invalid character in the host";
+            if (host[i] == '.') {
+                if (label == 0)
+                    return "has an empty label in the host";
+                label = 0;
+            } else if (++label > 63) {
+                return "has a host label longer than 63 bytes";
+            }
+        }
+        if (label == 0)
+            return "has an empty label in the host";
+        /* A last label starting with a digit is an IP literal to resolvers (even "127.1" or
+         * "0x7f.1"); only a dotted quad is accepted, so the loopback test below is exact. */
+        const char *last = strrchr(host, '.');
+        last = last ? last + 1 : host;
+        struct in_addr in4;
+        if (*last >= '0' && *last <= '9' && inet_pton(AF_INET, host, &in4) != 1)
+            return "has an invalid IPv4 address";
+    }
+    unsigned long pv = 0;
+    if (port) {
+        if (plen == 0 || plen > 5)
+            return "has an invalid port";
+        for (size_t i = 0; i < plen; i++) {
+            if (port[i] < '0' || port[i] > '9')
+                return "has an invalid port";
+            pv = pv * 10 + (unsigned long)(port[i] - '0');
+        }
+        if (pv == 0 || pv > 65535)
+            return "has an invalid port";
+    }
+    for (size_t i = 0; i < hlen; i++)
+        if (host[i] >= 'A' && host[i] <= 'Z')
+            host[i] = (char)(host[i] - 'A' + 'a');
+    bool loopback = false;
+    if (v6) {
+        struct in6_addr in6;
+        inet_pton(AF_INET6, host, &in6);
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        loopback = IN6_IS_ADDR_LOOPBACK(&in6) || (memcmp(in6.s6_addr, mapped, 12) == 0 && in6.s6_addr[12] == 127);
+    } else {
+        struct in_addr in4;
+        if (inet_pton(AF_INET, host, &in4) == 1)
+            loopback = (ntohl(in4.s_addr) >> 24) == 127;
+        else
+            loopback = strcmp(host, "localhost") == 0;
+    }
+    if (http && !loopback)
+        return "http is allowed only for localhost or a loopback IP; use https";
+    char buf[300];
+    int n;
+    if (port)
+        n = snprintf(buf, sizeof buf, "%s://%s%s%s:%lu", https ? "https" : "http", v6 ? "[" : "", host, v6 ? "]" : "",
+                     pv);
+    else
+        n = snprintf(buf, sizeof buf, "%s://%s%s%s", https ? "https" : "http", v6 ? "[" : "", host, v6 ? "]" : "");
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return "is too long";
+    *out = strdup(buf);
+    return *out ? NULL : "out of memory";
+}
+
+/* ---- small field helpers --------------------------------------------------------------- */
+
+static void lower_copy(char *dst, const char *src, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char c = src[i];
+        dst[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+    }
+    dst[len] = '\0';
+}
+
+static bool env_name_ok(const char *s, size_t len)
+{
+    if (len == 0 || len > 128 || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+static bool profile_name_ok(const char *s, size_t len)
+{
+    if (len == 0 || len > LIM_GRANT_PROFILE_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+              c == '.'))
+            return false;
+    }
+    return true;
+}
+
+/* Names the client could not survive being shadowed by, and every word that cannot be an
+ * identifier in strict-mode or module code. The name is also JSON-quoted where it is used
+ * (globalThis["..."]), so this is about a usable global, not about injection. */
+static const char *const reserved_globals[] = {
+    "await",
+    "break",
+    "case",
+    "catch",
+    "class",
+    "const",
+    "continue",
+    "debugger",
+    "default",
+    "delete",
+    "do",
+    "else",
+    "enum",
+    "export",
+    "extends",
+    "false",
+    "finally",
+    "for",
+    "function",
+    "if",
+    "import",
+    "in",
+    "instanceof",
+    "new",
+    "null",
+    "return",
+    "super",
+    "switch",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typeof",
+    "var",
+    "void",
+    "while",
+    "with",
+    "yield",
+    "let",
+    "static",
+    "implements",
+    "interface",
+    "package",
+    "private",
+    "protected",
+    "public",
+    "arguments",
+    "eval",
+    "undefined",
+    "NaN",
+    "Infinity",
+    "globalThis",
+    "Object",
+    "Array",
+    "Promise",
+    "JSON",
+    "Error",
+    "String",
+    "Number",
+    "Boolean",
+    "Symbol",
+    "Function",
+    "Reflect",
+    "Proxy",
+    "Buffer",
+    "console",
+    "process",
+    "require",
+    "module",
+    "exports",
+    "decodeURIComponent",
+    "encodeURI",
+    NULL,
+};
+
+static bool global_name_ok(const char *s, size_t len)
+{
+    if (len == 0 || len > BRK_GLOBAL_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$';
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
+            return false;
+    }
+    if (strncmp(s, "__plimsoll", 10) == 0)
+        return false;
+    return !key_in(s, reserved_globals);
+}
+
+static int dup_str(struct lctx *c, char **dst, const char *s, size_t len)
+{
+    *dst = strndup(s, len);
+    return *dst ? 0 : oom(c);
+}
+
+/* A required or optional list of strings, each checked by `rules` and bounded by max_len,
+ * duplicates refused. */
+static int parse_strings(struct lctx *c, const json_t *o, const char *field, bool required, size_t max_n,
+                         unsigned rules, char ***out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    const json_t *arr = json_object_get(o, field);
+    if (!arr) {
+        if (required)
+            return fail(c, field, "is required");
+        return 0;
+    }
+    if (!json_is_array(arr))
+        return fail(c, field, "must be a list of strings");
+    size_t n = json_array_size(arr);
+    if (required && n == 0)
+        return fail(c, field, "must not be empty");
+    if (n > max_n)
+        return fail(c, field, "has more than %zu entries", max_n);
+    char **v = calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return oom(c);
+    *out = v;
+    for (size_t i = 0; i < n; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "%s[%zu]", field, i);
+        size_t len;
+        const char *s = jstr(json_array_get(arr, i), &len);
+        if (!s)
+            return fail(c, f, "must be a string");
+        if (len > BRK_STRING_MAX)
+            return fail(c, f, "is longer than %d bytes", BRK_STRING_MAX);
+        if (!brk_text_ok(s, len, rules)) {
+            char q[80];
+            return fail(c, f, "\"%s\" is empty, has whitespace or control characters, or is not UTF-8",
+                        brk_quote(q, sizeof q, s, len));
+        }
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(v[k], s) == 0) {
+                char q[80];
+                return fail(c, f, "duplicate \"%s\"", brk_quote(q, sizeof q, s, len));
+            }
+        if (dup_str(c, &v[i], s, len) < 0)
+            return -1;
+        (*n_out)++;
+    }
+    return 0;
+}
+
+static int parse_uint(struct lctx *c, const json_t *v, const char *field, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    if (!json_is_integer(v))
+        return fail(c, field, "must be an integer");
+    json_int_t x = json_integer_value(v);
+    if (x < (json_int_t)lo || x > (json_int_t)hi)
+        return fail(c, field, "must be %u..%u", lo, hi);
+    *out = (uint32_t)x;
+    return 0;
+}
+
+/* ---- the profile ----------------------------------------------------------------------- */
+
+static void profile_done(struct brk_profile *p)
+{
+    if (!p)
+        return;
+    free(p->name);
+    free(p->origin);
+    for (size_t i = 0; p->routes && i < p->n_routes; i++)
+        brk_route_done(&p->routes[i]);
+    free(p->routes);
+    free(p->route_cap);
+    for (size_t i = 0; p->caps && i < p->n_caps; i++)
+        free(p->caps[i].path_lower);
+    free(p->caps);
+    for (size_t i = 0; p->callers && i < p->n_callers; i++)
+        free(p->callers[i]);
+    free(p->callers);
+    for (size_t i = 0; p->scopes && i < p->n_scopes; i++)
+        free(p->scopes[i]);
+    free(p->scopes);
+    brk_secret_done(&p->secret);
+    free(p->token_env);
+    free(p->jwt_issuer);
+    free(p->jwt_audience);
+    brk_route_done(&p->health);
+    free(p->global);
+    free(p->preamble);
+    *p = (struct brk_profile){0};
+}
+
+static int parse_allow(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
+    const json_t *arr = json_object_get(o, "allow");
+    if (!arr)
+        return fail(c, "allow", "is required (an empty list denies every call)");
+    if (!json_is_array(arr))
+        return fail(c, "allow", "must be a list of \"METHOD /path\" strings");
+    size_t n = json_array_size(arr);
+    if (n > BRK_ROUTES_MAX)
+        return fail(c, "allow", "has more than %d routes", BRK_ROUTES_MAX);
+    p->routes = calloc(n ? n : 1, sizeof *p->routes);
+    p->route_cap = calloc(n ? n : 1, sizeof *p->route_cap);
+    if (!p->routes || !p->route_cap)
+        return oom(c);
+    for (size_t i = 0; i < n; i++) {
+        char f[32];
+        snprintf(f, sizeof f, "allow[%zu]", i);
+        size_t len;
+        const char *s = jstr(json_array_get(arr, i), &len);
+        if (!s)
+            return fail(c, f, "must be a \"METHOD /path\" string");
+        struct plm_err e = {0};
+        if (brk_route_parse(s, len, true, &p->routes[i], &e) < 0)
+            return e.kind == PLM_E_INTERNAL ? oom(c) : fail(c, f, "%s", e.msg);
+        p->n_routes++;
+        p->route_cap[i] = -1;
+        for (size_t k = 0; k < i; k++)
+            if (p->routes[k].method == p->routes[i].method && strcmp(p->routes[k].path, p->routes[i].path) == 0) {
+                char q[80];
+                return fail(c, f, "duplicate route \"%s\"", brk_quote(q, sizeof q, s, len));
+            }
+    }
+    return 0;
+}
+
+/* route_max_calls: {"METHOD /path": cap}. A key names allow entries by METHOD and lower-cased
+ * path (the reference's cap key); it must name at least one, so a typo cannot silently leave a
+ * route uncapped. */
+static int parse_caps(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
+    const json_t *obj = json_object_get(o, "route_max_calls");
+    if (!obj)
+        return 0;
+    if (!json_is_object(obj))
+        return fail(c, "route_max_calls", "must be an object of \"METHOD /path\": cap");
+    size_t n = json_object_size(obj);
+    p->caps = calloc(n ? n : 1, sizeof *p->caps);
+    if (!p->caps)
+        return oom(c);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        char q[80], f[120];
+        snprintf(f, sizeof f, "route_max_calls[\"%s\"]", brk_quote(q, sizeof q, k, strlen(k)));
+        struct brk_route r;
+        struct plm_err e = {0};
+        if (brk_route_parse(k, strlen(k), true, &r, &e) < 0)
+            return e.kind == PLM_E_INTERNAL ? oom(c) : fail(c, f, "%s", e.msg);
+        char *low = malloc(r.len + 1);
+        if (!low) {
+            brk_route_done(&r);
+            return oom(c);
+        }
+        lower_copy(low, r.path, r.len);
+        enum brk_method m = r.method;
+        brk_route_done(&r);
+        struct brk_cap *cap = &p->caps[p->n_caps];
+        cap->method = m;
+        cap->path_lower = low;
+        p->n_caps++;
+        for (size_t i = 0; i + 1 < p->n_caps; i++)
+            if (p->caps[i].method == m && strcmp(p->caps[i].path_lower, low) == 0)
+                return fail(c, f, "duplicate cap (keys ignore the path's case)");
+        if (parse_uint(c, v, f, 1, BRK_MAX_CALLS_MAX, &cap->max) < 0)
+            return -1;
+        bool named = false;
+        size_t li = p->n_caps - 1;
+        for (size_t i = 0; i < p->n_routes; i++) {
+            struct brk_route *rt = &p->routes[i];
+            if (rt->method != m || rt->len != strlen(low) || strncasecmp(rt->path, low, rt->len) != 0)
+                continue;
+            p->route_cap[i] = (long)li;
+            named = true;
+        }
+        if (!named)
+            return fail(c, f, "names no route in allow");
+    }
+    return 0;
+}
+
+static int read_env(struct lctx *c, const char *field, const char *name, const char **val)
+{
+    *val = c->getenv_fn ? c->getenv_fn(name) : getenv(name);
+    if (!*val)
+        return fail(c, field, "environment variable \"%s\" is not set", name);
+    return 0;
+}
+
+static int parse_token(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
+    const json_t *t = json_object_get(o, "token");
+    if (!t) {
+        p->token_type = BRK_TOKEN_NONE;
+        return 0;
+    }
+    if (!json_is_object(t))
+        return fail(c, "token", "must be an object with \"type\" static or jwt");
+    size_t tlen;
+    const char *type = jstr(json_object_get(t, "type"), &tlen);
+    if (!type)
+        return fail(c, "token.type", "is required (\"static\" or \"jwt\")");
+    if (strcmp(type, "static") == 0) {
+        static const char *const keys[] = {"type", "env", NULL};
+        if (check_keys(c, t, "token", keys) < 0)
+            return -1;
+        size_t len;
+        const char *env = jstr(json_object_get(t, "env"), &len);
+        if (!env)
+            return fail(c, "token.env", "is required (the name of the variable holding the token)");
+        if (!env_name_ok(env, len))
+            return fail(c, "token.env", "is not a valid environment variable name");
+        const char *val;
+        if (read_env(c, "token.env", env, &val) < 0)
+            return -1;
+        if (!brk_token_ok(val, strlen(val)))
+            return fail(c, "token.env",
+                        "the value of \"%s\" is not a usable bearer token (1..%d bytes, each 0x21-0x7E)", env,
+                        LIM_TOKEN_MAX);
+        p->token_type = BRK_TOKEN_STATIC;
+        if (dup_str(c, &p->token_env, env, len) < 0)
+            return -1;
+        if (brk_secret_set(&p->secret, val, strlen(val)) < 0)
+            return oom(c);
+        return 0;
+    }
+    if (strcmp(type, "jwt") == 0) {
+        static const char *const keys[] = {"type", "secret_env", "issuer", "audience", NULL};
+        if (check_keys(c, t, "token", keys) < 0)
+            return -1;
+        size_t len;
+        const char *env = jstr(json_object_get(t, "secret_env"), &len);
+        if (!env)
+            return fail(c, "token.secret_env", "is required (the name of the variable holding the HS256 key)");
+        if (!env_name_ok(env, len))
+            return fail(c, "token.secret_env", "is not a valid environment variable name");
+        const char *val;
+        if (read_env(c, "token.secret_env", env, &val) < 0)
+            return -1;
+        size_t vlen = strlen(val);
+        if (vlen < BRK_JWT_SECRET_MIN || vlen > LIM_TOKEN_MAX)
+            return fail(c, "token.secret_env", "the value of \"%s\" must be %d..%d bytes", env, BRK_JWT_SECRET_MIN,
+                        LIM_TOKEN_MAX);
+        static const char *const claims[] = {"issuer", "audience"};
+        char **dst[] = {&p->jwt_issuer, &p->jwt_audience};
+        for (int i = 0; i < 2; i++) {
+            char f[32];
+            snprintf(f, sizeof f, "token.%s", claims[i]);
+            size_t cl;
+            const char *s = jstr(json_object_get(t, claims[i]), &cl);
+            if (!s)
+                return fail(c, f, "is required (a string)");
+            if (cl > BRK_STRING_MAX || !brk_text_ok(s, cl, BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_TRIMMED))
+                return fail(c, f, "must be 1..%d bytes of UTF-8, trimmed, without control characters", BRK_STRING_MAX);
+            if (dup_str(c, dst[i], s, cl) < 0)
+                return -1;
+        }
+        p->token_type = BRK_TOKEN_JWT;
+        if (dup_str(c, &p->token_env, env, len) < 0)
+            return -1;
+        if (brk_secret_set(&p->secret, val, vlen) < 0)
+            return oom(c);
+        return 0;
+    }
+    char q[40];
+    return fail(c, "token.type", "\"%s\" must be \"static\" or \"jwt\"", brk_quote(q, sizeof q, type, tlen));
+}
+
+static int parse_health(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
+    const json_t *v = json_object_get(o, "health_check");
+    if (!v)
+        return 0;
+    size_t len;
+    const char *s = jstr(v, &len);
+    if (!s)
+        return fail(c, "health_check", "must be a \"GET /path\" string");
+    struct plm_err e = {0};
+    if (brk_route_parse(s, len, true, &p->health, &e) < 0)
+        return e.kind == PLM_E_INTERNAL ? oom(c) : fail(c, "health_check", "%s", e.msg);
+    p->has_health = true;
+    if (p->health.method != BRK_M_GET)
+        return fail(c, "health_check", "must be a GET route");
+    if (p->health.wildcard)
+        return fail(c, "health_check", "must be concrete (no \"*\")");
+    return 0;
+}
+
+static int parse_profile(struct lctx *c, const char *name, const json_t *o, struct brk_profile *p)
+{
+    static const char *const keys[] = {"base_url", "allow",     "route_max_calls", "allowed_callers", "scopes",
+                                       "token",    "max_calls", "health_check",    "global",          "preamble",
+                                       NULL};
+    if (!json_is_object(o))
+        return fail(c, NULL, "must be an object");
+    if (check_keys(c, o, NULL, keys) < 0)
+        return -1;
+    if (dup_str(c, &p->name, name, strlen(name)) < 0)
+        return -1;
+
+    size_t len;
+    const json_t *bu = json_object_get(o, "base_url");
+    if (!bu)
+        return fail(c, "base_url", "is required");
+    const char *s = jstr(bu, &len);
+    if (!s)
+        return fail(c, "base_url", "must be a string");
+    const char *why = parse_origin(s, len, &p->origin);
+    if (why)
+        return fail(c, "base_url", "%s", why);
+
+    if (parse_allow(c, o, p) < 0 || parse_caps(c, o, p) < 0)
+        return -1;
+    if (parse_strings(c, o, "allowed_callers", true, BRK_CALLERS_MAX,
+                      BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_TRIMMED, &p->callers, &p->n_callers) < 0)
+        return -1;
+    for (size_t i = 0; i < p->n_callers; i++)
+        if (strcmp(p->callers[i], "*") == 0)
+            return fail(c, "allowed_callers", "\"*\" is not a principal id; list each caller");
+    if (parse_strings(c, o, "scopes", false, BRK_SCOPES_MAX, BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_NO_SPACE,
+                      &p->scopes, &p->n_scopes) < 0)
+        return -1;
+    for (size_t i = 0; i < p->n_scopes; i++)
+        if (strcmp(p->scopes[i], "code:run") == 0 || strcmp(p->scopes[i], "*") == 0)
+            return fail(c, "scopes", "\"%s\" is forbidden in a grant", p->scopes[i]);
+    if (parse_token(c, o, p) < 0)
+        return -1;
+
+    p->max_calls = BRK_MAX_CALLS_DEFAULT;
+    const json_t *mc = json_object_get(o, "max_calls");
+    if (mc) {
+        uint32_t v;
+        if (!json_is_integer(mc) || json_integer_value(mc) < 0 || json_integer_value(mc) > BRK_MAX_CALLS_MAX)
+            return fail(c, "max_calls", "must be an integer 1..%u (0 means the default %u)", BRK_MAX_CALLS_MAX,
+                        BRK_MAX_CALLS_DEFAULT);
+        v = (uint32_t)json_integer_value(mc);
+        p->max_calls = v ? v : BRK_MAX_CALLS_DEFAULT;
+    }
+    if (parse_health(c, o, p) < 0)
+        return -1;
+
+    const json_t *g = json_object_get(o, "global");
+    if (g) {
+        s = jstr(g, &len);
+        if (!s)
+            return fail(c, "global", "must be a string");
+        if (!global_name_ok(s, len)) {
+            char q[80];
+            return fail(c, "global",
+                        "\"%s\" must be a plain JavaScript identifier ([A-Za-z_$][A-Za-z0-9_$]*, "
+                        "at most %d bytes), not a reserved word or a built-in the client needs",
+                        brk_quote(q, sizeof q, s, len), BRK_GLOBAL_MAX);
+        }
+        if (dup_str(c, &p->global, s, len) < 0)
+            return -1;
+    } else if (dup_str(c, &p->global, "host", 4) < 0) {
+        return -1;
+    }
+
+    const json_t *pre = json_object_get(o, "preamble");
+    if (pre) {
+        s = jstr(pre, &len);
+        if (!s)
+            return fail(c, "preamble", "must be a string without NUL");
+        if (len > BRK_PREAMBLE_MAX)
+            return fail(c, "preamble", "is longer than %u bytes", BRK_PREAMBLE_MAX);
+        if (!plm_utf8_ok(s, len))
+            return fail(c, "preamble", "must be valid UTF-8");
+        if (dup_str(c, &p->preamble, s, len) < 0)
+            return -1;
+    } else if (dup_str(c, &p->preamble, "", 0) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- loading --------------------------------------------------------------------------- */
+
+void brk_profiles_free(struct brk_profiles *ps)
+{
+    if (!ps)
+        return;
+    for (size_t i = 0; ps->v && i < ps->n; i++)
+        profile_done(&ps->v[i]);
+    free(ps->v);
+    free(ps);
+}
+
+struct brk_profiles *brk_profiles_parse(const char *json, size_t len, brk_getenv_fn getenv_fn, struct plm_err *err)
+{
+    struct lctx c = {.getenv_fn = getenv_fn, .err = err};
+    json_error_t je;
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "invalid JSON at line %d column %d: %s", je.line,
+                    je.column, je.text);
+        return NULL;
+    }
+    struct brk_profiles *ps = calloc(1, sizeof *ps);
+    int r = ps ? 0 : oom(&c);
+    static const char *const top[] = {"profiles", NULL};
+    const json_t *profs = NULL;
+    if (r == 0 && !json_is_object(root))
+        r = fail(&c, NULL, "must be a JSON object {\"profiles\": {...}}");
+    if (r == 0)
+        r = check_keys(&c, root, NULL, top);
+    if (r == 0) {
+        profs = json_object_get(root, "profiles");
+        if (!json_is_object(profs))
+            r = fail(&c, "profiles", "is required (an object of named profiles)");
+        else if (json_object_size(profs) > BRK_PROFILES_MAX)
+            r = fail(&c, "profiles", "has more than %d profiles", BRK_PROFILES_MAX);
+    }
+    if (r == 0) {
+        size_t n = json_object_size(profs);
+        ps->v = calloc(n ? n : 1, sizeof *ps->v);
+        if (!ps->v)
+            r = oom(&c);
+    }
+    if (r == 0) {
+        const char *name;
+        json_t *o;
+        json_object_foreach((json_t *)profs, name, o)
+        {
+            size_t nlen = strlen(name);
+            c.profile = NULL; /* not yet: the name itself is under test */
+            if (!profile_name_ok(name, nlen)) {
+                char q[80];
+                r = fail(&c, "profiles", "profile name \"%s\" must be 1..%d bytes of [A-Za-z0-9._-]",
+                         brk_quote(q, sizeof q, name, nlen), LIM_GRANT_PROFILE_MAX);
+                break;
+            }
+            c.profile = name;
+            r = parse_profile(&c, name, o, &ps->v[ps->n]);
+            ps->n++; /* counted even when half-built, so brk_profiles_free frees it */
+            if (r < 0)
+                break;
+        }
+    }
+    json_decref(root);
+    if (r < 0) {
+        brk_profiles_free(ps);
+        return NULL;
+    }
+    return ps;
+}
+
+struct brk_profiles *brk_profiles_load(const char *path, brk_getenv_fn getenv_fn, struct plm_err *err)
+{
+    char q[256];
+    brk_quote(q, sizeof q, path ? path : "", path ? strlen(path) : 0);
+    cleanup_close int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -1;
+    if (fd < 0) {
+        plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": %s", q,
+                    strerror(path ? errno : EINVAL));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": not a regular file", q);
+        return NULL;
+    }
+    if ((uint64_t)st.st_size > BRK_GRANTS_FILE_MAX) {
+        plm_err_set(err, EFBIG, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": larger than %u bytes", q,
+                    BRK_GRANTS_FILE_MAX);
+        return NULL;
+    }
+    /* read up to the cap + 1, so a file growing under us is still caught */
+    cleanup_free char *buf = malloc(BRK_GRANTS_FILE_MAX + 1);
+    if (!buf) {
+        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return NULL;
+    }
+    size_t got = 0;
+    while (got <= BRK_GRANTS_FILE_MAX) {
+        ssize_t n = read(fd, buf + got, BRK_GRANTS_FILE_MAX + 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": read: %s", q,
+                        strerror(errno));
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got > BRK_GRANTS_FILE_MAX) {
+        plm_err_set(err, EFBIG, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": larger than %u bytes", q,
+                    BRK_GRANTS_FILE_MAX);
+        return NULL;
+    }
+    struct brk_profiles *ps = brk_profiles_parse(buf, got, getenv_fn, err);
+    if (!ps)
+        plm_err_wrap(err, "grants file \"%s\"", q);
+    return ps;
+}
+
+/* ---- lookups --------------------------------------------------------------------------- */
+
+bool brk_profile_caller_allowed(const struct brk_profile *p, const char *caller)
+{
+    if (!p || !caller || !*caller)
+        return false;
+    for (size_t i = 0; i < p->n_callers; i++)
+        if (strcmp(p->callers[i], caller) == 0)
+            return true;
+    return false;
+}
+
+const struct brk_profile *brk_profile_for(const struct brk_profiles *ps, const char *name, const char *caller)
+{
+    if (!ps || !name || !*name || !caller || !*caller)
+        return NULL;
+    for (size_t i = 0; i < ps->n; i++)
+        if (strcmp(ps->v[i].name, name) == 0)
+            return brk_profile_caller_allowed(&ps->v[i], caller) ? &ps->v[i] : NULL;
+    return NULL;
+}
+
+int brk_profile_select(const struct brk_profiles *ps, const char *name, const char *caller,
+                       const struct brk_profile **out, struct plm_err *err)
+{
+    *out = brk_profile_for(ps, name, caller);
+    if (*out)
+        return 0;
+    char q[LIM_GRANT_PROFILE_MAX * 4 + 8];
+    return plm_err_set(err, 0, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION,
+                       "grant_profile \"%s\" is not available to this caller",
+                       brk_quote(q, sizeof q, name ? name : "", name ? strlen(name) : 0));
+}
+
+/* ---- clones ---------------------------------------------------------------------------- */
+
+static char *sdup(const char *s, bool *ok)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *ok = false;
+    return d;
+}
+
+struct brk_profile *brk_profile_clone(const struct brk_profile *p, bool with_secret)
+{
+    struct brk_profile *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    bool ok = true;
+    d->name = sdup(p->name, &ok);
+    d->origin = sdup(p->origin, &ok);
+    d->routes = calloc(p->n_routes ? p->n_routes : 1, sizeof *d->routes);
+    d->route_cap = calloc(p->n_routes ? p->n_routes : 1, sizeof *d->route_cap);
+    d->caps = calloc(p->n_caps ? p->n_caps : 1, sizeof *d->caps);
+    d->callers = calloc(p->n_callers ? p->n_callers : 1, sizeof *d->callers);
+    d->scopes = calloc(p->n_scopes ? p->n_scopes : 1, sizeof *d->scopes);
+    if (!d->routes || !d->route_cap || !d->caps || !d->callers || !d->scopes) {
+        brk_profile_free(d);
+        return NULL;
+    }
+    for (size_t i = 0; i < p->n_routes; i++) {
+        if (brk_route_copy(&d->routes[i], &p->routes[i]) < 0)
+            ok = false;
+        d->route_cap[i] = p->route_cap[i];
+        d->n_routes++;
+    }
+    for (size_t i = 0; i < p->n_caps; i++) {
+        d->caps[i] = p->caps[i];
+        d->caps[i].path_lower = sdup(p->caps[i].path_lower, &ok);
+        d->n_caps++;
+    }
+    for (size_t i = 0; i < p->n_callers; i++, d->n_callers++)
+        d->callers[i] = sdup(p->callers[i], &ok);
+    for (size_t i = 0; i < p->n_scopes; i++, d->n_scopes++)
+        d->scopes[i] = sdup(p->scopes[i], &ok);
+    d->token_type = p->token_type;
+    if (with_secret && brk_secret_isset(&p->secret) && brk_secret_set(&d->secret, p->secret.data, p->secret.len) < 0)
+        ok = false;
+    d->token_env = sdup(p->token_env, &ok);
+    d->jwt_issuer = sdup(p->jwt_issuer, &ok);
+    d->jwt_audience = sdup(p->jwt_audience, &ok);
+    d->max_calls = p->max_calls;
+    d->has_health = p->has_health;
+    if (p->has_health && brk_route_copy(&d->health, &p->health) < 0)
+        ok = false;
+    d->global = sdup(p->global, &ok);
+    d->preamble = sdup(p->preamble, &ok);
+    if (!ok) {
+        brk_profile_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void brk_profile_free(struct brk_profile *p)
+{
+    if (!p)
+        return;
+    profile_done(p);
+    free(p);
+}
