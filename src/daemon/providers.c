@@ -3,9 +3,7 @@
 #include "providers.h"
 
 #include "../providers/disabled/disabled.h"
-#ifdef PLM_HAVE_QUICKJS
 #include "../providers/quickjs/quickjs.h"
-#endif
 
 struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_err *err)
 {
@@ -15,13 +13,8 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
         p = disabled_provider_new();
         break;
     case CFG_QUICKJS: {
-#ifdef PLM_HAVE_QUICKJS
         struct qjs_config qc = {.memory_mb = cfg->memory_mb, .pool_size = cfg->max_concurrent};
         return qjs_provider_new(&qc, err);
-#else
-        plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "quickjs is not built in");
-        return NULL;
-#endif
     }
     case CFG_DOCKER:
     case CFG_E2B:

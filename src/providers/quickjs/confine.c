@@ -83,6 +83,7 @@ static int empty_root(void)
 unsigned wk_zygote_setup(pid_t monitor_pid, int ctl_fd)
 {
     die_with_parent(monitor_pid);
+    prctl(PR_SET_NAME, "qjs-zygote", 0, 0, 0); /* exec'd through /proc/self/fd: name it */
     if (ctl_fd != WK_SOCK_FD || close_from(WK_SOCK_FD + 1) < 0)
         _exit(126);
     fixed_environment();
@@ -110,8 +111,9 @@ static int set_limit(int resource, rlim_t v)
 
 int wk_confine(int sock, pid_t monitor_pid, const struct wk_limits *lim, scmp_filter_ctx filter)
 {
-    /* 1. Parent-death signal. */
+    /* 1. Parent-death signal (and a name an operator can find in ps). */
     die_with_parent(monitor_pid);
+    prctl(PR_SET_NAME, "qjs-worker", 0, 0, 0);
 
     /* 2. Descriptors: the socket becomes fd 3 (replacing the zygote's control socket) and
      *    every other descriptor goes. */
@@ -129,8 +131,9 @@ int wk_confine(int sock, pid_t monitor_pid, const struct wk_limits *lim, scmp_fi
     fixed_environment();
 
     /* 4. Resource limits. RLIMIT_AS sits above the engine's own cap so the engine fails an
-     *    allocation cleanly first; the rest make files, cores, children and locked memory
-     *    impossible even if a syscall slipped through. RLIMIT_NPROC binds only non-root. */
+     *    allocation cleanly first; the rest make files, cores, children, new descriptors and
+     *    locked memory impossible even if a syscall slipped through (RLIMIT_NOFILE 0 leaves
+     *    the open socket alone). RLIMIT_NPROC binds only a non-root daemon. */
     rlim_t as = ((rlim_t)lim->memory_mb + WK_AS_HEADROOM_MB) * 1024 * 1024;
     if (set_limit(RLIMIT_AS, as) < 0 ||
         set_limit(RLIMIT_STACK, WK_STACK_BYTES) < 0 ||
@@ -140,7 +143,7 @@ int wk_confine(int sock, pid_t monitor_pid, const struct wk_limits *lim, scmp_fi
         set_limit(RLIMIT_MEMLOCK, 0) < 0 ||
         set_limit(RLIMIT_MSGQUEUE, 0) < 0 ||
         set_limit(RLIMIT_NPROC, 0) < 0 ||
-        set_limit(RLIMIT_NOFILE, WK_SOCK_FD + 1) < 0)
+        set_limit(RLIMIT_NOFILE, 0) < 0)
         return -1;
 
     /* 5. No new privileges: required for an unprivileged filter, and no exec could gain any. */

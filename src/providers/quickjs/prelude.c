@@ -27,7 +27,7 @@ const brand = (fn) => (v) => { try { fn.call(v); return true; } catch (e) { retu
 const isMap = brand(gopd(Map.prototype, 'size').get);
 const isSet = brand(gopd(Set.prototype, 'size').get);
 const isDate = brand(Date.prototype.getTime);
-const isRegExp = brand(gopd(RegExp.prototype, 'flags').get) ;
+const isRegExp = brand(gopd(RegExp.prototype, 'source').get);
 const isAB = brand(gopd(ArrayBuffer.prototype, 'byteLength').get);
 const weakMapHas = WeakMap.prototype.has, weakSetHas = WeakSet.prototype.has;
 const isWeakMap = (v) => { try { weakMapHas.call(v, {}); return true; } catch (e) { return false; } };
@@ -180,7 +180,9 @@ function formatError(err, ctor, tag, ctx, keys) {
     if (p !== name) head = (p.includes(name) ? p : `${p} [${name}]`) + head.slice(name.length);
   }
   let out;
-  if (typeof frames === 'string' && frames.trim() !== '') out = `${head}\n${frames.replace(/\n+$/, '')}`;
+  /* Ten frames at most, as Node's default Error.stackTraceLimit (QuickJS records them all). */
+  if (typeof frames === 'string' && frames.trim() !== '')
+    out = `${head}\n${frames.replace(/\n+$/, '').split('\n').slice(0, 10).join('\n')}`;
   else out = `[${head}]`;
   if (ctx.indentationLvl !== 0) out = out.split('\n').join(`\n${' '.repeat(ctx.indentationLvl)}`);
   return out;
@@ -418,7 +420,7 @@ function formatProperty(ctx, v, recurseTimes, key, type, desc) {
   else str = 'undefined';
   if (type === kArrayItem) return str;
   let name;
-  if (typeof key === 'symbol') name = Symbol.prototype.toString.call(key);
+  if (typeof key === 'symbol') name = `[${Symbol.prototype.toString.call(key)}]`;
   else if (keyRe.test(key)) name = key === '__proto__' ? "['__proto__']" : key;
   else name = strEscape(key);
   if (desc.enumerable === false) name = `[${name}]`;
@@ -669,9 +671,8 @@ globalThis.clearTimeout = globalThis.clearInterval = globalThis.clearImmediate =
 /* ---- the rest of the globals ---- */
 globalThis.queueMicrotask = function queueMicrotask(fn) {
   if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
-  native.enqueue(fn, []);
+  native.enqueue(fn);
 };
-let exitCode;
 const process = {
   argv: ['quickjs'], argv0: 'quickjs', execArgv: [], env: {}, platform: 'linux', exitCode: undefined,
   exit(code) {
@@ -680,7 +681,7 @@ const process = {
   },
   nextTick(fn, ...args) {
     if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
-    native.enqueue(fn, args);
+    native.enqueue(args.length ? () => fn(...args) : fn);
   },
   stdout: { isTTY: false, write(s) { write(1, typeof s === 'string' ? s : String(s)); return true; } },
   stderr: { isTTY: false, write(s) { write(2, typeof s === 'string' ? s : String(s)); return true; } },
@@ -704,6 +705,14 @@ return {
     t.fn.apply(undefined, t.args);
   },
   exitCode() { const c = process.exitCode; return c === undefined ? 0 : Number(c) | 0; },
+  /* Before READY: walk the formatter and the parser once, so the pages they touch are faulted
+   * in while the worker waits in the pool rather than during the caller's run. No output, no
+   * state a snippet can see. */
+  warm() {
+    format(['warm %s %d', 'x', 1, [1, 'a', { b: [2, 3] }], new Map([[1, 2]]), () => 1, 1.5, -0, null]);
+    format([new Error('w')]);
+    return JSON.stringify({ a: [1, 'b'] }) + (0.1).toFixed(2) + 'abc'.replace(/b/g, 'B');
+  },
 };
 }))JS";
 

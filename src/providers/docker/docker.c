@@ -1,0 +1,285 @@
+/* docker.c: the docker provider's ops table, its constructor and destructor, Describe, the tier,
+ * and the gate every run passes before anything is launched.
+ * Owns: struct dock_state (internal.h) and its lifetime.
+ * Trusts: struct dock_config only after the rules of lockdown.c and preflight.c accepted it.
+ * Invariant: the constructor talks to no daemon and starts no container; the tier is kernel only
+ * under runsc, after smoke_test proved it and while the last preflight still verified the
+ * runtime; every run re-validates its request and re-checks the floor against that tier before
+ * it launches anything, and is refused (reason environment) once an image tag was re-pointed. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../core/validate.h"
+#include "internal.h"
+
+#define SECCOMP_FILE_MAX (256u * 1024)
+
+enum plm_tier dock_tier(struct dock_state *s)
+{
+    if (s->runsc && atomic_load(&s->proven) && atomic_load(&s->runtime_verified))
+        return PLM_TIER_KERNEL;
+    return PLM_TIER_CONTAINER;
+}
+
+int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                  struct plm_err *err)
+{
+    if (plm_validate_payload(req, err) < 0)
+        return -1;
+    if (tier_check_floor(dock_tier(s), ctx->floor, err) < 0)
+        return -1;
+    if (atomic_load(&s->repointed))
+        return plm_err_set(err, 0, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
+                           "an image tag now points at an image this daemon did not prove at startup; nothing ran");
+    if (!atomic_load(&s->proven))
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the docker provider has not been proven yet");
+    return 0;
+}
+
+int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_result *out)
+{
+    char env[96];
+    snprintf(env, sizeof env, "docker-image:%s", s->id[k]);
+    out->sandbox = strdup("docker");
+    out->isolation = strdup(tier_name(dock_tier(s)));
+    out->environment = strdup(env);
+    out->software_identity = strdup("");
+    return out->sandbox && out->isolation && out->environment && out->software_identity ? 0 : -1;
+}
+
+static struct dock_state *st(struct plm_provider *p) { return p->state; }
+
+static enum plm_tier ops_tier(struct plm_provider *p) { return dock_tier(st(p)); }
+
+static void ops_describe(struct plm_provider *p, struct plm_describe *d)
+{
+    struct dock_state *s = st(p);
+    memset(d, 0, sizeof *d);
+    d->sandbox = "docker";
+    d->tier = dock_tier(s);
+    d->supports_project = true;
+    bool proven = atomic_load(&s->proven);
+    if (proven) {
+        snprintf(d->javascript.identity, sizeof d->javascript.identity, "docker-image:%s", s->id[DOCK_SNIPPET]);
+        snprintf(d->project.identity, sizeof d->project.identity, "docker-image:%s", s->id[DOCK_PROJECT]);
+    }
+    d->javascript.default_timeout_ms = DOCK_SNIPPET_DEFAULT_MS;
+    d->javascript.max_timeout_ms = DOCK_SNIPPET_MAX_MS;
+    d->javascript.languages[0] = "javascript";
+    d->project.default_timeout_ms = DOCK_PROJECT_DEFAULT_MS;
+    d->project.max_timeout_ms = DOCK_PROJECT_MAX_MS;
+    d->project.languages[0] = "javascript";
+    d->project.languages[1] = "shell";
+    d->memory_mb = s->lock.memory_mb;
+    d->pids = s->lock.pids;
+    d->disk_mb = s->lock.tmp_mb + s->lock.shm_mb + s->lock.work_mb;
+    d->cpus = s->lock.cpus;
+    /* The card whose tier is the one reported now: a runsc provider whose runtime check lapsed
+     * shows the same proof at tier container. */
+    const struct plm_evidence *ev = proven ? &s->card[d->tier == s->card[0].tier ? 0 : 1] : NULL;
+    d->evidence = ev;
+    d->policy = ev ? ev->policy : "";
+}
+
+static int ops_preflight(struct plm_provider *p, struct plm_err *err) { return dock_preflight(st(p), err); }
+
+static int ops_smoke(struct plm_provider *p, struct plm_err *err) { return dock_smoke(st(p), err); }
+
+static int ops_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                      struct plm_result *out, struct plm_err *err)
+{
+    return dock_run_snippet(st(p), ctx, req, out, err);
+}
+
+static int ops_run_project(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                           struct plm_result *out, struct plm_err *err)
+{
+    return dock_run_project(st(p), ctx, req, out, err);
+}
+
+static void state_free(struct dock_state *s)
+{
+    if (!s)
+        return;
+    dock_bg_stop(s);
+    dock_pool_drain(s);
+    /* Last chance for removals dockerd refused earlier; the labelled sweep catches the rest. */
+    for (size_t i = 0; i < s->n_pending; i++) {
+        struct plm_err e = {0};
+        dock_container_remove(&s->eng, s->pending[i], 1, &e);
+    }
+    free(s->pending);
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < s->n_env[k]; i++)
+            free(s->env[k][i]);
+        free(s->env[k]);
+    }
+    free(s->seccomp);
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->pf_run);
+    pthread_mutex_destroy(&s->pool_mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+    curl_global_cleanup();
+}
+
+static void ops_destroy(struct plm_provider *p)
+{
+    state_free(p->state);
+    p->state = NULL;
+}
+
+static const struct plm_provider_ops docker_ops = {
+    .name = "docker",
+    .tier = ops_tier,
+    .describe = ops_describe,
+    .preflight = ops_preflight,
+    .smoke_test = ops_smoke,
+    .run_javascript = ops_run_js,
+    .run_project = ops_run_project,
+    .destroy = ops_destroy,
+};
+
+static int read_profile(const char *path, char **out, size_t *len, struct plm_err *err)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "SANDBOX_DOCKER_SECCOMP: open \"%s\": %s", path,
+                           strerror(errno));
+    char *buf = malloc(SECCOMP_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, SECCOMP_FILE_MAX + 1, f) : 0;
+    bool bad = ferror(f);
+    fclose(f);
+    if (!buf || bad || n > SECCOMP_FILE_MAX) {
+        free(buf);
+        return plm_err_set(err, EMSGSIZE, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                           "SANDBOX_DOCKER_SECCOMP: \"%s\" is unreadable or larger than %u bytes", path, SECCOMP_FILE_MAX);
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static int setup_seccomp(struct dock_state *s, const char *path, struct plm_err *err)
+{
+    size_t len = 0;
+    const char *source;
+    if (!path || !*path) {
+        s->seccomp = malloc(dock_seccomp_shipped_len + 1);
+        if (!s->seccomp)
+            return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        memcpy(s->seccomp, dock_seccomp_shipped, dock_seccomp_shipped_len);
+        s->seccomp[dock_seccomp_shipped_len] = 0;
+        len = dock_seccomp_shipped_len;
+        source = "seccomp.json (built in)";
+    } else if (!strcmp(path, "unconfined")) {
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                           "SANDBOX_DOCKER_SECCOMP=unconfined would drop a wall of the container tier; refused");
+    } else {
+        if (read_profile(path, &s->seccomp, &len, err) < 0)
+            return -1;
+        source = path;
+    }
+    if (dock_seccomp_check(s->seccomp, len, &s->seccomp_allowed, err) < 0)
+        return plm_err_wrap(err, "SANDBOX_DOCKER_SECCOMP");
+    char digest[PLM_HEX_SHA256];
+    rec_sha256_hex(s->seccomp, len, digest);
+    snprintf(s->seccomp_desc, sizeof s->seccomp_desc, "%.40s sha256:%.16s, %zu allowed, default deny", source, digest,
+             s->seccomp_allowed);
+    return 0;
+}
+
+static int configure(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
+{
+    if (dock_parse_host(c->docker_host, s->eng.sock, err) < 0)
+        return -1;
+    if (dock_ref_check("SANDBOX_DOCKER_IMAGE", c->image, err) < 0 ||
+        dock_ref_check("SANDBOX_DOCKER_PROJECT_IMAGE", c->project_image, err) < 0)
+        return -1;
+    snprintf(s->ref[DOCK_SNIPPET], sizeof s->ref[0], "%s", c->image);
+    snprintf(s->ref[DOCK_PROJECT], sizeof s->ref[0], "%s", c->project_image);
+    s->require_pinned = c->require_pinned;
+    for (int k = 0; k < 2 && s->require_pinned; k++)
+        if (!dock_ref_pinned(s->ref[k]))
+            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                               "%s=%s is not pinned: SANDBOX_REQUIRE_PINNED_IMAGES wants name@sha256:<64 hex>",
+                               k ? "SANDBOX_DOCKER_PROJECT_IMAGE" : "SANDBOX_DOCKER_IMAGE", s->ref[k]);
+    const char *rt = c->runtime && *c->runtime ? c->runtime : "runc";
+    size_t n = strlen(rt);
+    bool ok = n < sizeof s->runtime;
+    for (size_t i = 0; i < n && ok; i++)
+        ok = (rt[i] >= 'a' && rt[i] <= 'z') || (rt[i] >= '0' && rt[i] <= '9') || rt[i] == '-' || rt[i] == '_' ||
+             (i && rt[i] == '.');
+    if (!ok)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                           "SANDBOX_DOCKER_RUNTIME=\"%s\": expected a runtime name such as runsc", rt);
+    snprintf(s->runtime, sizeof s->runtime, "%s", rt);
+    s->runsc = !strcmp(rt, "runsc");
+
+    struct dock_lockdown *l = &s->lock;
+    l->memory_mb = c->memory_mb ? c->memory_mb : 256;
+    l->pids = c->pids ? c->pids : 256;
+    l->cpus = c->cpus > 0 ? c->cpus : 1.0;
+    l->tmp_mb = l->shm_mb = 16;
+    l->runtime = s->runtime;
+    if (l->memory_mb < 32)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                           "SANDBOX_MEMORY_MB=%u: the docker provider needs at least 32", l->memory_mb);
+    if (l->cpus < 0.01 || l->cpus > 1024)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "SANDBOX_CPUS=%g: expected 0.01 to 1024", l->cpus);
+    if (dock_disk_budget(c->disk_mb, l->tmp_mb, l->shm_mb, &l->work_mb, err) < 0)
+        return -1;
+    if (dock_guest_uid(c->guest_uid, "/etc/passwd", "/etc/group", &l->uid, err) < 0)
+        return -1;
+    if (setup_seccomp(s, c->seccomp_path, err) < 0)
+        return -1;
+    l->seccomp = s->runsc ? NULL : s->seccomp; /* (spec) under runc only */
+
+    s->warm[DOCK_SNIPPET] = c->warm < 0 ? 0 : c->warm ? c->warm : 2;
+    s->warm[DOCK_PROJECT] = c->warm < 0 ? 0 : c->warm ? c->warm : 1;
+    for (int k = 0; k < 2; k++)
+        if (s->warm[k] > DOCK_POOL_MAX)
+            s->warm[k] = DOCK_POOL_MAX;
+    uint8_t rnd[8];
+    if (dock_random(rnd, sizeof rnd) < 0)
+        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+    dock_hex(rnd, sizeof rnd, s->instance);
+    return 0;
+}
+
+struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm_err *err)
+{
+    struct dock_state *s = calloc(1, sizeof *s);
+    struct plm_provider *p = calloc(1, sizeof *p);
+    if (!s || !p) {
+        free(s);
+        free(p);
+        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return NULL;
+    }
+    /* curl_global_init is not thread-safe on every libcurl: the constructor runs before any
+     * thread of ours does. */
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->pf_run, NULL);
+    pthread_mutex_init(&s->pool_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (configure(s, cfg, err) < 0) {
+        plm_err_wrap(err, "docker provider");
+        state_free(s);
+        free(p);
+        return NULL;
+    }
+    p->ops = &docker_ops;
+    p->state = s;
+    return p;
+}

@@ -1,0 +1,2 @@
+#include "../../../tests/unit.h"
+int main(void){CHECK(1);return unit_done();}

@@ -1,0 +1,265 @@
+/* internal.h: what the docker provider's files share; docker.h is the public interface.
+ * One section per file, in the order a run passes through them. */
+#pragma once
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../../core/err.h"
+#include "../../core/evidence.h"
+#include "../../core/provider.h"
+#include "docker.h"
+#include "frames.h"
+
+#define DOCK_API "/v1.41" /* pinned: Docker 20.10+; newer daemons still serve it */
+#define DOCK_LABEL "org.plimsoll.sandbox"           /* value: the provider instance id */
+#define DOCK_LABEL_DEADLINE "org.plimsoll.deadline" /* value: unix seconds */
+#define DOCK_REAP_GRACE_S 300                       /* reaped when past deadline + 5 min */
+#define DOCK_MARKER_PREFIX "plimsoll-started:"
+#define DOCK_MARKER_LEN (sizeof DOCK_MARKER_PREFIX - 1 + 16 + 1) /* prefix, 16 hex, '\n' */
+#define DOCK_END_PREFIX "plimsoll-ended:"
+#define DOCK_END_LEN (sizeof DOCK_END_PREFIX - 1 + 32) /* prefix, 32 hex; then ":<status>\n" */
+#define DOCK_GUEST_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define DOCK_RUNNER_PATH "/opt/plimsoll/runner"
+#define DOCK_PROBE_PATH "/opt/plimsoll/probe"
+#define DOCK_START_MS 30000     /* a container must print its marker within this */
+#define DOCK_POOL_MAX 8
+#define DOCK_POOL_MAX_AGE_S 300 /* a warm container older than this is replaced */
+#define DOCK_SNIPPET_DEFAULT_MS 5000u
+#define DOCK_SNIPPET_MAX_MS 30000u
+#define DOCK_PROJECT_DEFAULT_MS 30000u
+#define DOCK_PROJECT_MAX_MS 120000u
+#define DOCK_PROJECT_GRACE_MS 5000u
+#define DOCK_SNIPPET_STDOUT_MAX (16u * 1024 * 1024)
+
+enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1 };
+
+int64_t dock_mono_ms(void);
+int64_t dock_unix_ms(void);
+/* n random bytes from getrandom(); -1 when the kernel cannot supply them. */
+int dock_random(void *buf, size_t n);
+void dock_hex(const uint8_t *p, size_t n, char *out);
+
+/* ---- engine.c: the Engine API over the pinned unix socket ------------------------------------ */
+struct dock_engine {
+    char sock[108]; /* sun_path of the pinned endpoint */
+};
+struct dock_reply {
+    long status;
+    char *body;
+    size_t len;
+};
+void dock_reply_done(struct dock_reply *r);
+/* One request; the reply body is capped at reply_max (more is an error). PLM_E_UNAVAILABLE when
+ * dockerd does not answer. */
+int dock_call(const struct dock_engine *e, const char *method, const char *path, const char *json_body,
+              long timeout_ms, size_t reply_max, struct dock_reply *out, struct plm_err *err);
+/* The same, wanting status `want` and a JSON reply (object or array) in *out. */
+int dock_call_json(const struct dock_engine *e, const char *method, const char *path, const char *json_body,
+                   long want, long timeout_ms, size_t reply_max, json_t **out, struct plm_err *err);
+
+/* A hijacked attach connection (stdin, stdout, stderr) in Docker's multiplexed framing. */
+struct dock_attach {
+    CURL *curl;
+    int fd; /* owned by curl */
+    struct dock_mux mux;
+    uint8_t pend[8192]; /* stream bytes that arrived with the HTTP header */
+    size_t pend_len;
+    bool in_closed, eof;
+};
+struct dock_io {
+    const uint8_t *in; /* stdin to send, then half-close when close_in */
+    size_t in_len, in_off;
+    bool close_in;
+    dock_sink_fn sink;
+    bool (*stop)(void *ctx); /* checked after each read; NULL = never */
+    void *ctx;
+};
+int dock_attach_open(const struct dock_engine *e, const char *id, struct dock_attach *a, struct plm_err *err);
+/* 1 at the end of the stream, 0 when io->stop said so or the monotonic deadline passed, -1 on a
+ * transport error or a malformed stream. */
+int dock_attach_pump(struct dock_attach *a, struct dock_io *io, int64_t deadline_ms, struct plm_err *err);
+/* True when the connection has data or a hang-up waiting (a parked container that changed). */
+bool dock_attach_stirred(const struct dock_attach *a);
+void dock_attach_close(struct dock_attach *a);
+
+int dock_container_create(const struct dock_engine *e, const char *name, json_t *spec, char id[65],
+                          struct plm_err *err);
+int dock_container_start(const struct dock_engine *e, const char *id, struct plm_err *err);
+int dock_container_wait(const struct dock_engine *e, const char *id, long timeout_ms, int64_t *code,
+                        struct plm_err *err);
+/* Force removal: up to 3 attempts of 10 s, pausing 1 s and 2 s between; 404 counts as removed. */
+int dock_container_remove(const struct dock_engine *e, const char *id, int attempts, struct plm_err *err);
+int dock_container_inspect(const struct dock_engine *e, const char *id, json_t **out, struct plm_err *err);
+bool dock_id_ok(const char *id); /* 64 lowercase hex */
+
+/* ---- lockdown.c: the container spec, the seccomp profile, the uid and disk rules --------------- */
+struct dock_lockdown {
+    uint32_t memory_mb, pids, tmp_mb, shm_mb, work_mb, uid;
+    double cpus;
+    const char *runtime; /* "runc", "runsc", ... */
+    const char *seccomp; /* profile text; NULL under runsc */
+};
+/* The create body: the full lockdown plus image (by ID), argv after /usr/bin/env, labels. */
+json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *image_id, const char *const *argv,
+                  size_t argc, int64_t deadline_unix_s, const char *instance);
+/* The lockdown as evidence lines, rendered from the same struct dock_spec() reads. */
+int dock_lockdown_lines(const struct dock_lockdown *l, const char *seccomp_desc, struct plm_evidence *ev);
+/* A seccomp profile we are willing to send: JSON object, default action ERRNO/KILL/TRAP, a syscall
+ * list; *allowed counts the names with an allow action. */
+int dock_seccomp_check(const char *text, size_t len, size_t *allowed, struct plm_err *err);
+extern const char dock_seccomp_shipped[];
+extern const unsigned long dock_seccomp_shipped_len;
+/* "" or NULL = 61000; decimal 1..65532; uid and uid+1 outside the systemd bands; neither in
+ * passwd (uid or primary gid) nor group (gid). Paths are parameters for the tests. */
+int dock_guest_uid(const char *text, const char *passwd, const char *group, uint32_t *uid, struct plm_err *err);
+/* /work size from SANDBOX_DISK_MB (0 = default 128) next to /tmp and /dev/shm. */
+int dock_disk_budget(uint32_t disk_mb, uint32_t tmp_mb, uint32_t shm_mb, uint32_t *work_mb, struct plm_err *err);
+
+/* ---- preflight.c: configuration rules and the cached, bounded readiness check ----------------- */
+int dock_parse_host(const char *docker_host, char sock[108], struct plm_err *err);
+int dock_ref_check(const char *what, const char *ref, struct plm_err *err);
+bool dock_ref_pinned(const char *ref);
+/* An image ENV entry we hand on: NAME=value, NAME a shell identifier, not a loader variable. */
+int dock_env_check(const char *entry, struct plm_err *err);
+
+/* ---- the provider's state (docker.c owns it) ---------------------------------------------------- */
+struct dock_box; /* launch.c */
+
+struct dock_state {
+    /* configuration, fixed at construction */
+    struct dock_engine eng;
+    char ref[2][256];
+    char runtime[64];
+    bool runsc, require_pinned;
+    struct dock_lockdown lock;
+    char *seccomp; /* profile text (NUL-terminated) */
+    char seccomp_desc[120];
+    size_t seccomp_allowed;
+    int warm[2];
+    char instance[17];
+
+    /* set by the first successful preflight (before anything is served), then read-only */
+    bool have_ids;
+    char id[2][72];
+    char **env[2];
+    size_t n_env[2];
+    char runtime_path[256], docker_version[64], runc_version[64], cgroup_version[8];
+
+    /* set by smoke_test, then read-only */
+    struct plm_evidence card[2]; /* [0] as proven; [1] the same at tier container */
+    atomic_bool proven;
+
+    /* refreshed by preflight */
+    pthread_mutex_t mu; /* guards pf_ok_ms, pf_err, the removal queue, stop */
+    pthread_mutex_t pf_run;
+    int64_t pf_ok_ms;
+    char pf_err[256];
+    atomic_bool ready, runtime_verified, repointed;
+
+    /* background thread (sweep.c) */
+    pthread_t bg;
+    bool bg_started, stop;
+    pthread_cond_t cv;
+    char (*pending)[65];
+    size_t n_pending, cap_pending;
+
+    /* warm pool (launch.c) */
+    pthread_mutex_t pool_mu;
+    struct dock_box *pool[2][DOCK_POOL_MAX];
+    size_t n_pool[2];
+};
+
+enum plm_tier dock_tier(struct dock_state *s);
+int dock_preflight(struct dock_state *s, struct plm_err *err);
+int dock_smoke(struct dock_state *s, struct plm_err *err);
+
+/* ---- launch.c: a container under the lockdown, up to its start marker; the warm pool ------------ */
+struct dock_box {
+    char id[65];
+    char marker[DOCK_MARKER_LEN + 1];
+    char end[DOCK_END_LEN + 1]; /* "" when the command is exec'd (projects, the probe) */
+    enum dock_kind kind;
+    struct dock_attach at;
+    struct dock_bytes early_out, early_err; /* output that came with or after the marker */
+    int64_t created_ms;
+    bool started, marked;
+};
+/* argv after /usr/bin/env for `cmd` (the start script of providers.md §3.3); end NULL or "" = exec
+ * the command, else report its exit as "<end>:<status>\n" on both streams; *n gets the length. */
+int dock_start_argv(const char *marker, const char *end, char *const *env, size_t n_env, const char *const *cmd,
+                    size_t n_cmd, const char **argv, size_t cap, size_t *n);
+/* Checks the first DOCK_MARKER_LEN bytes of stderr against the marker. */
+bool dock_marker_matches(const char *marker, const uint8_t *err, size_t len);
+/* A box for kind k: a live warm one if the pool has it, else a cold start. cmd NULL = the kind's
+ * default command (node - / the runner). A box whose container never printed its marker is
+ * removed here and reported as an error: nothing of the caller's ran. */
+int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd, bool pooled,
+                     struct dock_box **out, struct plm_err *err);
+/* Removes the container (queued for the background thread when dockerd does not answer) and
+ * frees the box; NULL-safe. */
+void dock_box_release(struct dock_state *s, struct dock_box *b);
+void dock_pool_fill(struct dock_state *s);
+void dock_pool_drain(struct dock_state *s);
+
+/* ---- snippet.c / project.c ---------------------------------------------------------------------- */
+/* Result classification of providers.md §3.4, pure. */
+enum dock_snip_class {
+    DOCK_SNIP_EXITED,      /* exit code is the result */
+    DOCK_SNIP_TIMED_OUT,   /* 124, partial output */
+    DOCK_SNIP_NOT_STARTED, /* error: no marker before the run ended */
+    DOCK_SNIP_NO_MARKER,   /* error: docker failed before our command */
+    DOCK_SNIP_LOST,        /* error: the stream or the exit status was lost */
+};
+enum dock_snip_class dock_snippet_classify(bool marked, bool deadline_passed, bool have_exit);
+/* One output stream of a snippet. The last DOCK_END_LEN - 1 bytes are held back until more
+ * arrive, so that the end line never reaches the kept output, whatever the chunking. */
+struct snip_stream {
+    struct dock_bytes keep;
+    uint8_t hold[DOCK_END_LEN + 24];
+    size_t hold_len;
+    bool ended, status_ok;
+    int64_t status;
+};
+/* Feeds one stream's bytes, splitting off the end line "<end>:<status>\n" (snippet.c). */
+void dock_snippet_feed(struct snip_stream *st, const char *end, const uint8_t *p, size_t n);
+int dock_run_snippet(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                     struct plm_result *out, struct plm_err *err);
+/* The run without the gate (validation, floor, readiness): smoke.c proves with it. */
+int dock_snippet_exec(struct dock_state *s, uint32_t timeout_ms, const char *code, struct plm_result *out,
+                      struct plm_err *err);
+
+struct dock_project_end {
+    bool marked, deadline_passed, have_exit;
+    int64_t exit_code;
+    enum dock_report_status report;
+    bool decoded;       /* the authenticated body decoded */
+    const char *error;  /* the runner's setup error, or NULL */
+    int timed_out_step; /* 1-based, 0 = none */
+};
+/* The outcome mapping of providers.md §3.5, pure: sets outcome and detail (malloc'd), or returns
+ * -1 with err for the rows that are returned errors. */
+int dock_project_outcome(const struct dock_project_end *e, struct plm_project_result *pr, struct plm_err *err);
+/* The plan (wire.h) for req; the key first. */
+int dock_plan_encode(const uint8_t key[RW_KEY_LEN], uint32_t step_timeout_ms, const struct plm_request *req,
+                     uint8_t **out, size_t *len, struct plm_err *err);
+int dock_run_project(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                     struct plm_result *out, struct plm_err *err);
+int dock_project_exec(struct dock_state *s, uint32_t timeout_ms, const struct plm_request *req, struct plm_result *out,
+                      struct plm_err *err);
+/* Shared by both: the floor and readiness checks every run makes before launching anything. */
+int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                  struct plm_err *err);
+int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_result *out);
+
+/* ---- sweep.c: the background thread ------------------------------------------------------------- */
+int dock_bg_start(struct dock_state *s, struct plm_err *err);
+void dock_bg_stop(struct dock_state *s);
+void dock_bg_kick(struct dock_state *s);
+/* Reaps containers carrying DOCK_LABEL whose deadline passed DOCK_REAP_GRACE_S ago. */
+int dock_sweep(struct dock_state *s, struct plm_err *err);
+/* Queues a container whose removal failed, for the background thread to retry. */
+void dock_queue_removal(struct dock_state *s, const char *id);

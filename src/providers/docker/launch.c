@@ -1,0 +1,284 @@
+/* launch.c: one container under the lockdown, from create to its start marker, and back to
+ * nothing; and the warm pool of such containers.
+ * Owns: every container this provider creates, from the create call until dock_box_release()
+ * removes it (or queues it for the background thread when dockerd does not answer).
+ * Trusts: the image ID and ENV that preflight verified; nothing the container prints.
+ * Invariant: a box handed to a caller has printed its own per-call marker as the first bytes of
+ * stderr and has received nothing on stdin, so the guest code has not run; a warm box is used
+ * for exactly one run and never returns to the pool. The start script (providers.md §3.3) prints
+ * the marker before any guest-influenced process exists, then execs `env -i` with a fixed PATH,
+ * HOME from passwd for its uid ("/" when none), HOSTNAME, and the image's verified ENV. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/limits.h"
+#include "internal.h"
+
+/* $1 = marker, $2 = end marker or "-"; then the image's ENV entries and the command. No external
+ * program runs before the command: printf, read and [ are dash builtins. With an end marker (the
+ * snippet's case) the script waits for the command and writes "<end>:<status>" last on stdout and
+ * on stderr: each stream is one pipe, so everything the guest wrote precedes it there, and the
+ * host can stop reading without waiting for dockerd to notice the exit (~160 ms under runc). The
+ * guest can read the end marker from /proc/1/cmdline; forging it only cuts its own run short, and
+ * its exit status is its own to choose anyway. Without one (the runner), the command is exec'd
+ * and stays PID 1. */
+static const char start_script[] =
+    "printf '%s\\n' \"$1\" >&2 || exit 125\n"
+    "e=$2\n"
+    "shift 2\n"
+    "u=; h=; hn=\n"
+    "while read -r k v r; do [ \"$k\" = Uid: ] && { u=$v; break; }; done 2>/dev/null </proc/self/status\n"
+    "while IFS=: read -r n p i g c d s; do [ \"$i\" = \"$u\" ] && { h=$d; break; }; done 2>/dev/null </etc/passwd\n"
+    "[ -n \"$h\" ] || h=/\n"
+    "read -r hn 2>/dev/null </etc/hostname\n"
+    "[ \"$e\" = - ] && exec /usr/bin/env -i PATH=" DOCK_GUEST_PATH " \"HOME=$h\" \"HOSTNAME=$hn\" \"$@\"\n"
+    "/usr/bin/env -i PATH=" DOCK_GUEST_PATH " \"HOME=$h\" \"HOSTNAME=$hn\" \"$@\"\n"
+    "c=$?\n"
+    "printf '%s:%d\\n' \"$e\" \"$c\"\n"
+    "printf '%s:%d\\n' \"$e\" \"$c\" >&2\n"
+    "exit \"$c\"\n";
+
+int dock_start_argv(const char *marker, const char *end, char *const *env, size_t n_env, const char *const *cmd,
+                    size_t n_cmd, const char **argv, size_t cap, size_t *n)
+{
+    /* The script reads its uid from /proc/self/status: what runs, not what we asked for. */
+    size_t k = 0;
+    if (cap < 8 + n_env + n_cmd)
+        return -1;
+    argv[k++] = "-i";
+    argv[k++] = "PATH=" DOCK_GUEST_PATH;
+    argv[k++] = "/bin/sh";
+    argv[k++] = "-c";
+    argv[k++] = start_script;
+    argv[k++] = "sh";
+    argv[k++] = marker;
+    argv[k++] = end && *end ? end : "-";
+    for (size_t i = 0; i < n_env; i++)
+        argv[k++] = env[i];
+    for (size_t i = 0; i < n_cmd; i++)
+        argv[k++] = cmd[i];
+    *n = k;
+    return 0;
+}
+
+bool dock_marker_matches(const char *marker, const uint8_t *err, size_t len)
+{
+    size_t m = strlen(marker);
+    return m + 1 == DOCK_MARKER_LEN && len >= DOCK_MARKER_LEN && memcmp(err, marker, m) == 0 && err[m] == '\n';
+}
+
+/* The start phase's sink: the first DOCK_MARKER_LEN bytes of stderr are the marker's place. */
+struct start_ctx {
+    struct dock_box *b;
+    uint8_t mk[DOCK_MARKER_LEN];
+    size_t mk_have;
+};
+
+static void start_sink(void *ctx, int stream, const uint8_t *p, size_t n)
+{
+    struct start_ctx *c = ctx;
+    if (stream == DOCK_STDERR && c->mk_have < DOCK_MARKER_LEN) {
+        size_t take = DOCK_MARKER_LEN - c->mk_have < n ? DOCK_MARKER_LEN - c->mk_have : n;
+        memcpy(c->mk + c->mk_have, p, take);
+        c->mk_have += take;
+        p += take, n -= take;
+    }
+    if (n)
+        dock_bytes_add(stream == DOCK_STDERR ? &c->b->early_err : &c->b->early_out, p, n);
+}
+
+static bool start_done(void *ctx)
+{
+    struct start_ctx *c = ctx;
+    return c->mk_have == DOCK_MARKER_LEN;
+}
+
+static void box_free(struct dock_box *b)
+{
+    if (!b)
+        return;
+    dock_attach_close(&b->at);
+    dock_bytes_done(&b->early_out);
+    dock_bytes_done(&b->early_err);
+    free(b);
+}
+
+void dock_box_release(struct dock_state *s, struct dock_box *b)
+{
+    if (!b)
+        return;
+    dock_attach_close(&b->at); /* first: a guest blocked on its output must not hold removal up */
+    if (b->id[0]) {
+        struct plm_err e = {0};
+        if (dock_container_remove(&s->eng, b->id, 3, &e) < 0)
+            dock_queue_removal(s, b->id);
+    }
+    box_free(b);
+}
+
+static int cold_start(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd,
+                      int64_t label_deadline_s, struct dock_box **out, struct plm_err *err)
+{
+    static const char *const node_cmd[] = {"node", "-"};
+    static const char *const runner_cmd[] = {DOCK_RUNNER_PATH};
+    if (!cmd) {
+        cmd = k == DOCK_SNIPPET ? node_cmd : runner_cmd;
+        n_cmd = k == DOCK_SNIPPET ? 2 : 1;
+    }
+    struct dock_box *b = calloc(1, sizeof *b);
+    if (!b)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    b->kind = k;
+    b->at.fd = -1;
+    b->early_out.max = b->early_err.max = LIM_OUTPUT_MAX;
+    uint8_t rnd[16];
+    char name[48], hex[33];
+    if (dock_random(rnd, sizeof rnd) < 0) {
+        box_free(b);
+        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+    }
+    dock_hex(rnd, 8, hex);
+    snprintf(b->marker, sizeof b->marker, DOCK_MARKER_PREFIX "%.16s", hex);
+    dock_hex(rnd + 8, 8, hex);
+    snprintf(name, sizeof name, "plimsoll-%.16s", hex);
+    if (k == DOCK_SNIPPET && !cmd) {
+        uint8_t e[16];
+        if (dock_random(e, sizeof e) < 0) {
+            box_free(b);
+            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+        }
+        dock_hex(e, sizeof e, hex);
+        snprintf(b->end, sizeof b->end, DOCK_END_PREFIX "%.32s", hex);
+    }
+
+    const char *argv[8 + 64 + 8];
+    size_t argc = 0;
+    if (n_cmd > 8 || s->n_env[k] > 64 ||
+        dock_start_argv(b->marker, b->end, s->env[k], s->n_env[k], cmd, n_cmd, argv, sizeof argv / sizeof *argv,
+                        &argc) < 0) {
+        box_free(b);
+        return plm_err_set(err, E2BIG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start command too long");
+    }
+    json_t *spec = dock_spec(&s->lock, k, s->id[k], argv, argc, label_deadline_s, s->instance);
+    if (!spec) {
+        box_free(b);
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building the spec");
+    }
+    int r = dock_container_create(&s->eng, name, spec, b->id, err);
+    json_decref(spec);
+    if (r < 0) {
+        box_free(b);
+        return -1;
+    }
+    b->created_ms = dock_mono_ms();
+    /* From here on the container exists: every failure path releases (removes) it. Attach comes
+     * before start so that no byte of output is missed. */
+    if (dock_attach_open(&s->eng, b->id, &b->at, err) < 0 || dock_container_start(&s->eng, b->id, err) < 0) {
+        dock_box_release(s, b);
+        return -1;
+    }
+    b->started = true;
+    struct start_ctx c = {.b = b};
+    struct dock_io io = {.sink = start_sink, .stop = start_done, .ctx = &c};
+    r = dock_attach_pump(&b->at, &io, dock_mono_ms() + DOCK_START_MS, err);
+    if (r < 0) {
+        dock_box_release(s, b);
+        return plm_err_wrap(err, "before its start marker");
+    }
+    if (!dock_marker_matches(b->marker, c.mk, c.mk_have)) {
+        /* (spec §3.4 rows 1 and 4) docker failed before our command: never a result */
+        dock_box_release(s, b);
+        if (r == 0)
+            return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                               "the container did not print its start marker within %d s", DOCK_START_MS / 1000);
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "the container ended before its start marker (bad image or rejected command)");
+    }
+    b->marked = true;
+    *out = b;
+    return 0;
+}
+
+int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd, bool pooled,
+                     struct dock_box **out, struct plm_err *err)
+{
+    *out = NULL;
+    while (pooled && !cmd) {
+        pthread_mutex_lock(&s->pool_mu);
+        struct dock_box *b = NULL;
+        if (s->n_pool[k]) {
+            b = s->pool[k][0];
+            memmove(&s->pool[k][0], &s->pool[k][1], (s->n_pool[k] - 1) * sizeof b);
+            s->n_pool[k]--;
+        }
+        pthread_mutex_unlock(&s->pool_mu);
+        if (!b)
+            break;
+        dock_bg_kick(s);
+        /* A parked container that printed anything or hung up is not the one we proved: drop it. */
+        if (dock_attach_stirred(&b->at) || b->early_out.len || b->early_err.len ||
+            dock_mono_ms() - b->created_ms > DOCK_POOL_MAX_AGE_S * 1000) {
+            dock_box_release(s, b);
+            continue;
+        }
+        *out = b;
+        return 0;
+    }
+    int64_t label = dock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
+                    (k == DOCK_PROJECT ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000 : DOCK_SNIPPET_MAX_MS / 1000);
+    return cold_start(s, k, cmd, n_cmd, label, out, err);
+}
+
+void dock_pool_fill(struct dock_state *s)
+{
+    for (int k = 0; k < 2; k++) {
+        for (;;) {
+            pthread_mutex_lock(&s->pool_mu);
+            /* recycle the oldest when it aged out or changed while parked */
+            struct dock_box *old = NULL;
+            if (s->n_pool[k] && (dock_mono_ms() - s->pool[k][0]->created_ms > DOCK_POOL_MAX_AGE_S * 1000 ||
+                                 dock_attach_stirred(&s->pool[k][0]->at))) {
+                old = s->pool[k][0];
+                memmove(&s->pool[k][0], &s->pool[k][1], (s->n_pool[k] - 1) * sizeof old);
+                s->n_pool[k]--;
+            }
+            bool want = (int)s->n_pool[k] < s->warm[k];
+            pthread_mutex_unlock(&s->pool_mu);
+            if (old) {
+                dock_box_release(s, old);
+                continue;
+            }
+            if (!want || !atomic_load(&s->ready) || atomic_load(&s->repointed))
+                break;
+            struct dock_box *b = NULL;
+            struct plm_err e = {0};
+            int64_t label = dock_unix_ms() / 1000 + DOCK_POOL_MAX_AGE_S + DOCK_START_MS / 1000 +
+                            (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000;
+            if (cold_start(s, (enum dock_kind)k, NULL, 0, label, &b, &e) < 0)
+                break; /* dockerd trouble: the next tick tries again */
+            pthread_mutex_lock(&s->pool_mu);
+            if ((int)s->n_pool[k] < s->warm[k] && s->n_pool[k] < DOCK_POOL_MAX) {
+                s->pool[k][s->n_pool[k]++] = b;
+                b = NULL;
+            }
+            pthread_mutex_unlock(&s->pool_mu);
+            dock_box_release(s, b);
+        }
+    }
+}
+
+void dock_pool_drain(struct dock_state *s)
+{
+    for (int k = 0; k < 2; k++) {
+        for (;;) {
+            pthread_mutex_lock(&s->pool_mu);
+            struct dock_box *b = s->n_pool[k] ? s->pool[k][--s->n_pool[k]] : NULL;
+            pthread_mutex_unlock(&s->pool_mu);
+            if (!b)
+                break;
+            dock_box_release(s, b);
+        }
+    }
+}

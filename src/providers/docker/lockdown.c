@@ -1,0 +1,239 @@
+/* lockdown.c: the one place the container's walls are written down (providers.md §3.1-3.2).
+ * Owns: the create body every container of this provider gets, and its rendering as evidence
+ * lines; the rules for the seccomp profile, the guest uid and the disk budget.
+ * Trusts: struct dock_lockdown, which the constructor filled from checked configuration.
+ * Invariant: dock_spec() and dock_lockdown_lines() read the same struct, so what the evidence
+ * card claims is what every container is created with; nothing else builds a create body. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define UID_DEFAULT 61000u
+
+static json_t *strings(const char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
+static json_t *ulimit(const char *name, json_int_t v)
+{
+    return json_pack("{s:s, s:I, s:I}", "Name", name, "Soft", v, "Hard", v);
+}
+
+static char *tmpfs_opts(uint32_t mb, bool work)
+{
+    char *s = NULL;
+    /* mode=1777 on /work: the mount is root's, the guest uid writes into it. WorkingDir stays "/"
+     * and images carry no /work: dockerd would create or copy up a 0755 directory there and its
+     * mode would win over this one. */
+    if (asprintf(&s, "rw,noexec,nosuid,nodev,size=%um%s", mb, work ? ",mode=1777" : "") < 0)
+        return NULL;
+    return s;
+}
+
+json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *image_id, const char *const *argv,
+                  size_t argc, int64_t deadline_unix_s, const char *instance)
+{
+    char user[32], deadline[24];
+    snprintf(user, sizeof user, "%u:%u", l->uid, l->uid);
+    snprintf(deadline, sizeof deadline, "%lld", (long long)deadline_unix_s);
+    json_int_t mem = (json_int_t)l->memory_mb * 1024 * 1024;
+    char *t_tmp = tmpfs_opts(l->tmp_mb, false), *t_shm = tmpfs_opts(l->shm_mb, false),
+         *t_work = tmpfs_opts(l->work_mb, true), *seccomp = NULL;
+    json_t *sec = json_array();
+    json_array_append_new(sec, json_string("no-new-privileges"));
+    if (l->seccomp) {
+        /* The Engine API wants the profile's JSON text itself, not a path. */
+        if (asprintf(&seccomp, "seccomp=%s", l->seccomp) < 0)
+            seccomp = NULL;
+        json_array_append_new(sec, seccomp ? json_string(seccomp) : NULL);
+    }
+    json_t *tmpfs = json_object();
+    json_object_set_new(tmpfs, "/tmp", t_tmp ? json_string(t_tmp) : NULL);
+    json_object_set_new(tmpfs, "/dev/shm", t_shm ? json_string(t_shm) : NULL);
+    /* An empty read-only tmpfs hides the IPC namespace's mqueue fs, which dockerd mounts world-
+     * writable (1777): the writable set is then exactly /tmp, /dev/shm (and /work). */
+    json_object_set_new(tmpfs, "/dev/mqueue", json_string("ro,noexec,nosuid,nodev,size=4k"));
+    if (k == DOCK_PROJECT)
+        json_object_set_new(tmpfs, "/work", t_work ? json_string(t_work) : NULL);
+    json_t *host = json_pack(
+        "{s:s, s:b, s:[s], s:o, s:I, s:I, s:I, s:I, s:o, s:[o,o], s:s, s:{s:s, s:{}}, s:s, s:b, s:b, s:b, s:{s:s}}",
+        "NetworkMode", "none", "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt", sec, "Memory", mem,
+        "MemorySwap", mem, "PidsLimit", (json_int_t)l->pids, "NanoCpus", (json_int_t)(l->cpus * 1e9 + 0.5),
+        "Tmpfs", tmpfs, "Ulimits", ulimit("core", 0), ulimit("nofile", 4096), "IpcMode", "private", "LogConfig",
+        "Type", "none", "Config", "Runtime", l->runtime, "Privileged", 0, "Init", 0, "AutoRemove", 0,
+        "RestartPolicy", "Name", "no");
+    json_t *spec = host ? json_pack("{s:s, s:[s], s:o, s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:{s:[s]},"
+                                    " s:{s:s, s:s}, s:s, s:o}",
+                                    "Image", image_id, "Entrypoint", "/usr/bin/env", "Cmd", strings(argv, argc),
+                                    "Env", "User", user, "WorkingDir", "/",
+                                    "AttachStdin", 1, "AttachStdout", 1, "AttachStderr", 1, "OpenStdin", 1,
+                                    "StdinOnce", 1, "Tty", 0, "NetworkDisabled", 1, "Healthcheck", "Test", "NONE",
+                                    "Labels", DOCK_LABEL, instance, DOCK_LABEL_DEADLINE, deadline, "StopSignal",
+                                    "SIGKILL", "HostConfig", host)
+                      : NULL;
+    free(t_tmp), free(t_shm), free(t_work), free(seccomp);
+    return spec;
+}
+
+int dock_lockdown_lines(const struct dock_lockdown *l, const char *seccomp_desc, struct plm_evidence *ev)
+{
+    int r = 0;
+    r |= ev_add_confinement(ev, "runtime %s", l->runtime);
+    r |= ev_add_confinement(ev, "NetworkMode none, NetworkDisabled");
+    r |= ev_add_confinement(ev, "ReadonlyRootfs");
+    r |= ev_add_confinement(ev, "CapDrop ALL, no-new-privileges, not privileged");
+    if (l->seccomp)
+        r |= ev_add_confinement(ev, "seccomp %s", seccomp_desc);
+    else
+        r |= ev_add_confinement(ev, "seccomp: none sent (runsc: gVisor's kernel is the wall)");
+    r |= ev_add_confinement(ev, "Memory %u MiB = MemorySwap (no swap)", l->memory_mb);
+    r |= ev_add_confinement(ev, "PidsLimit %u", l->pids);
+    r |= ev_add_confinement(ev, "NanoCpus %lld (%.3g CPUs)", (long long)(l->cpus * 1e9 + 0.5), l->cpus);
+    r |= ev_add_confinement(ev, "Tmpfs /tmp rw,noexec,nosuid,nodev,size=%um", l->tmp_mb);
+    r |= ev_add_confinement(ev, "Tmpfs /dev/shm rw,noexec,nosuid,nodev,size=%um", l->shm_mb);
+    r |= ev_add_confinement(ev, "Tmpfs /work rw,noexec,nosuid,nodev,size=%um,mode=1777 (projects)", l->work_mb);
+    r |= ev_add_confinement(ev, "Tmpfs /dev/mqueue ro,size=4k (hides the writable mqueue fs)");
+    r |= ev_add_confinement(ev, "User %u:%u (no passwd entry)", l->uid, l->uid);
+    r |= ev_add_confinement(ev, "Ulimits core=0 nofile=4096:4096");
+    r |= ev_add_confinement(ev, "IpcMode private, Healthcheck NONE, LogConfig none, no restart");
+    r |= ev_add_confinement(ev, "Entrypoint /usr/bin/env -i PATH=%s, then the image's verified ENV", DOCK_GUEST_PATH);
+    r |= ev_add_confinement(ev, "image launched by ID; label %s with the run's deadline", DOCK_LABEL_DEADLINE);
+    return r < 0 ? -1 : 0;
+}
+
+static bool is_action(const char *a, bool allow_kill)
+{
+    return a && (!strcmp(a, "SCMP_ACT_ERRNO") || !strcmp(a, "SCMP_ACT_TRAP") ||
+                 (allow_kill && (!strcmp(a, "SCMP_ACT_KILL") || !strcmp(a, "SCMP_ACT_KILL_PROCESS") ||
+                                 !strcmp(a, "SCMP_ACT_KILL_THREAD"))));
+}
+
+int dock_seccomp_check(const char *text, size_t len, size_t *allowed, struct plm_err *err)
+{
+    *allowed = 0;
+    json_error_t je;
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!j || !json_is_object(j)) {
+        json_decref(j);
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: not a JSON object (%s)",
+                           j ? "wrong type" : je.text);
+    }
+    int r = 0;
+    /* Fail closed: a profile whose default allows would be an allow-list in name only. */
+    if (!is_action(json_string_value(json_object_get(j, "defaultAction")), true))
+        r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                        "seccomp profile: defaultAction must be SCMP_ACT_ERRNO, _TRAP or _KILL*");
+    json_t *calls = json_object_get(j, "syscalls");
+    if (!r && (!json_is_array(calls) || json_array_size(calls) == 0))
+        r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: no syscalls list");
+    size_t i;
+    json_t *rule;
+    json_array_foreach(calls, i, rule) {
+        if (r)
+            break;
+        json_t *names = json_object_get(rule, "names");
+        const char *act = json_string_value(json_object_get(rule, "action"));
+        if (!json_is_array(names) || !act) {
+            r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: rule %zu lacks names or action", i);
+            break;
+        }
+        size_t k;
+        json_t *nm;
+        json_array_foreach(names, k, nm) if (!json_is_string(nm))
+            r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: rule %zu: a name is not a string", i);
+        if (!strcmp(act, "SCMP_ACT_ALLOW"))
+            *allowed += json_array_size(names);
+    }
+    json_decref(j);
+    return r;
+}
+
+/* ---- guest uid ------------------------------------------------------------------------------- */
+
+static bool in_band(uint32_t u)
+{
+    return (u >= 60001 && u <= 60513) || (u >= 60578 && u <= 60705) || (u >= 61184 && u <= 65519);
+}
+
+/* Does `id` appear in colon-separated field f1 (or f2, if >= 0) of any line of path? A missing
+ * file holds nothing; an unreadable one is an error (we cannot prove the uid is unused). */
+static int id_listed(const char *path, uint32_t id, int f1, int f2, bool *found, struct plm_err *err)
+{
+    *found = false;
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        if (errno == ENOENT)
+            return 0;
+        return plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "read %s: %s", path, strerror(errno));
+    }
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        char *fields[8] = {0};
+        int nf = 0;
+        for (char *p = line, *s; nf < 8 && (s = strsep(&p, ":\n"));)
+            fields[nf++] = s;
+        for (int which = 0; which < 2; which++) {
+            int fi = which ? f2 : f1;
+            if (fi < 0 || fi >= nf || !fields[fi] || !*fields[fi])
+                continue;
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(fields[fi], &end, 10);
+            if (!errno && !*end && v == id)
+                *found = true;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+int dock_guest_uid(const char *text, const char *passwd, const char *group, uint32_t *uid, struct plm_err *err)
+{
+    uint32_t u = UID_DEFAULT;
+    if (text && *text) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(text, &end, 10);
+        if (!isdigit((unsigned char)text[0]) || errno || *end || v < 1 || v > 65532)
+            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                               "SANDBOX_GUEST_UID=\"%s\": expected a whole number from 1 to 65532", text);
+        u = (uint32_t)v;
+    }
+    if (in_band(u) || in_band(u + 1))
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                           "SANDBOX_GUEST_UID=%u: it or %u lies in a systemd-reserved band "
+                           "(60001-60513, 60578-60705, 61184-65519)", u, u + 1);
+    for (uint32_t c = u; c <= u + 1; c++) {
+        bool in_passwd, in_group;
+        if (id_listed(passwd, c, 2, 3, &in_passwd, err) < 0 || id_listed(group, c, 2, -1, &in_group, err) < 0)
+            return -1;
+        if (in_passwd || in_group)
+            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                               "SANDBOX_GUEST_UID=%u: id %u exists on this host (%s); a guest must not share an "
+                               "identity with a host account", u, c, in_passwd ? passwd : group);
+    }
+    *uid = u;
+    return 0;
+}
+
+int dock_disk_budget(uint32_t disk_mb, uint32_t tmp_mb, uint32_t shm_mb, uint32_t *work_mb, struct plm_err *err)
+{
+    if (disk_mb == 0) {
+        *work_mb = 128;
+        return 0;
+    }
+    if (disk_mb < tmp_mb + shm_mb + 1)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                           "SANDBOX_DISK_MB=%u: /tmp (%u MiB) and /dev/shm (%u MiB) leave less than 1 MiB for /work",
+                           disk_mb, tmp_mb, shm_mb);
+    *work_mb = disk_mb - tmp_mb - shm_mb;
+    return 0;
+}

@@ -1,0 +1,154 @@
+/* sweep.c: the provider's one background thread.
+ * Owns: the queue of containers whose removal failed, the periodic sweep of labelled containers
+ * past their deadline, the periodic preflight refresh (so the tier reacts to dockerd going away
+ * without waiting for /readyz), and the warm pool's refill.
+ * Trusts: dockerd's container list only after type checks; a label it cannot parse is skipped.
+ * Invariant: only containers carrying DOCK_LABEL are ever touched by the sweep, and only once
+ * their deadline is DOCK_REAP_GRACE_S in the past, so a live run of another instance on the same
+ * dockerd is never reaped; the thread stops within one tick of dock_bg_stop(). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define TICK_MS 1000
+#define REFRESH_MS 5000
+#define SWEEP_MS 60000
+#define PENDING_MAX 4096
+
+void dock_queue_removal(struct dock_state *s, const char *id)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->n_pending == s->cap_pending && s->cap_pending < PENDING_MAX) {
+        size_t cap = s->cap_pending ? s->cap_pending * 2 : 16;
+        void *q = reallocarray(s->pending, cap, sizeof *s->pending);
+        if (q) {
+            s->pending = q;
+            s->cap_pending = cap;
+        }
+    }
+    /* When full, the labelled sweep still reaps it once its deadline has passed. */
+    if (s->n_pending < s->cap_pending)
+        snprintf(s->pending[s->n_pending++], sizeof s->pending[0], "%s", id);
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void retry_pending(struct dock_state *s)
+{
+    for (;;) {
+        char id[65];
+        pthread_mutex_lock(&s->mu);
+        bool have = s->n_pending > 0 && !s->stop;
+        if (have)
+            memcpy(id, s->pending[--s->n_pending], sizeof id);
+        pthread_mutex_unlock(&s->mu);
+        if (!have)
+            return;
+        struct plm_err e = {0};
+        if (dock_container_remove(&s->eng, id, 1, &e) < 0) {
+            /* dockerd still away: keep it for the next tick and stop trying for now */
+            pthread_mutex_lock(&s->mu);
+            if (s->n_pending < s->cap_pending)
+                memcpy(s->pending[s->n_pending++], id, sizeof id);
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+    }
+}
+
+int dock_sweep(struct dock_state *s, struct plm_err *err)
+{
+    json_t *list;
+    /* filters={"label":["org.plimsoll.sandbox"]}, URL-encoded */
+    if (dock_call_json(&s->eng, "GET",
+                       DOCK_API "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22" DOCK_LABEL "%22%5D%7D", NULL,
+                       200, 10000, 8 * 1024 * 1024, &list, err) < 0)
+        return -1;
+    int64_t now = dock_unix_ms() / 1000;
+    size_t i;
+    json_t *c;
+    int reaped = 0;
+    json_array_foreach(list, i, c) {
+        const char *id = json_string_value(json_object_get(c, "Id"));
+        json_t *labels = json_object_get(c, "Labels");
+        const char *dl = json_string_value(json_object_get(labels, DOCK_LABEL_DEADLINE));
+        if (!id || !dock_id_ok(id) || !json_object_get(labels, DOCK_LABEL) || !dl)
+            continue;
+        char *end;
+        errno = 0;
+        long long d = strtoll(dl, &end, 10);
+        if (errno || *end || end == dl)
+            continue;
+        if (now > d + DOCK_REAP_GRACE_S && dock_container_remove(&s->eng, id, 1, err) == 0)
+            reaped++;
+    }
+    json_decref(list);
+    return reaped;
+}
+
+static void *bg_main(void *arg)
+{
+    struct dock_state *s = arg;
+    int64_t next_refresh = dock_mono_ms() + REFRESH_MS, next_sweep = dock_mono_ms() + SWEEP_MS;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        retry_pending(s);
+        int64_t now = dock_mono_ms();
+        if (now >= next_refresh) {
+            struct plm_err e = {0};
+            dock_preflight(s, &e); /* updates readiness and the verified runtime either way */
+            next_refresh = now + REFRESH_MS;
+        }
+        if (now >= next_sweep) {
+            struct plm_err e = {0};
+            dock_sweep(s, &e);
+            next_sweep = now + SWEEP_MS;
+        }
+        dock_pool_fill(s);
+        pthread_mutex_lock(&s->mu);
+        if (s->stop)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += TICK_MS / 1000;
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int dock_bg_start(struct dock_state *s, struct plm_err *err)
+{
+    if (s->bg_started)
+        return 0;
+    int r = pthread_create(&s->bg, NULL, bg_main, s);
+    if (r != 0)
+        return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start the docker background thread: %s",
+                           strerror(r));
+    s->bg_started = true;
+    return 0;
+}
+
+void dock_bg_kick(struct dock_state *s)
+{
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void dock_bg_stop(struct dock_state *s)
+{
+    if (!s->bg_started)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->bg, NULL);
+    s->bg_started = false;
+}

@@ -1,0 +1,397 @@
+/* jsrt.c: one snippet's life inside the engine: globals, event loop, deadline, output capture.
+ * Owns: the QuickJS runtime and context of one worker, its two capped output buffers, the list
+ *   of unhandled promise rejections.
+ * Trusts: nothing the snippet does. Runs after the filter is loaded (worker.c), so it makes no
+ *   syscall beyond the allow-list: memory via malloc, clocks via the vDSO, and the result frame
+ *   written by the finish callback.
+ * Invariant: every way a run can end (completion, uncaught error, unhandled rejection,
+ *   process.exit, the deadline in the interrupt handler, a virtual timer past the deadline)
+ *   goes through finish() exactly once, with the output kept so far. Output is bytes appended up
+ *   to LIM_OUTPUT_MAX per stream; what does not fit is dropped and flagged. */
+#include "jsrt.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../core/limits.h"
+#include "prelude.h"
+#include <quickjs.h> /* the engine (angle brackets: not our provider header) */
+
+/* Exit status of a run that hit its deadline (timeout(1), the reference). */
+#define JSRT_EXIT_TIMEOUT 124
+/* Pending unhandled rejections tracked at once; more than this ends the run as unhandled. */
+#define JSRT_REJ_MAX 1024
+
+struct jsrt_rej {
+    JSValue promise, reason;
+};
+
+struct jsrt {
+    JSRuntime *rt;
+    JSContext *ctx;
+    JSValue hooks, h_uncaught, h_next_due, h_fire_next, h_exit_code;
+    struct jsrt_out out, err;
+    int64_t start_ns, deadline_ns;
+    uint32_t timeout_ms;
+    JSValue eval_promise;
+    struct jsrt_rej rej[JSRT_REJ_MAX];
+    size_t n_rej;
+    bool rej_overflow;
+    jsrt_finish_fn *finish;
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void out_append(struct jsrt_out *o, const void *p, size_t n)
+{
+    size_t room = LIM_OUTPUT_MAX - o->len;
+    if (n > room) {
+        n = room;
+        o->truncated = true;
+    }
+    memcpy(o->data + o->len, p, n);
+    o->len += (uint32_t)n;
+}
+
+__attribute__((noreturn)) static void finish(struct jsrt *r, int32_t code, bool timed_out)
+{
+    r->finish(code, timed_out, &r->out, &r->err);
+    abort(); /* unreachable: finish exits */
+}
+
+/* The deadline, checked by QuickJS every few thousand operations (also inside regex
+ * backtracking), so `while(true){}` and catastrophic patterns end on time with their output. */
+static int on_interrupt(JSRuntime *rt, void *opaque)
+{
+    (void)rt;
+    struct jsrt *r = opaque;
+    if (mono_ns() >= r->deadline_ns)
+        finish(r, JSRT_EXIT_TIMEOUT, true);
+    return 0;
+}
+
+static void on_rejection(JSContext *ctx, JSValueConst promise, JSValueConst reason, JS_BOOL is_handled,
+                         void *opaque)
+{
+    struct jsrt *r = opaque;
+    if (is_handled) {
+        for (size_t i = 0; i < r->n_rej; i++) {
+            if (JS_VALUE_GET_PTR(r->rej[i].promise) == JS_VALUE_GET_PTR(promise)) {
+                JS_FreeValue(ctx, r->rej[i].promise);
+                JS_FreeValue(ctx, r->rej[i].reason);
+                r->rej[i] = r->rej[--r->n_rej];
+                return;
+            }
+        }
+        return;
+    }
+    if (r->n_rej == JSRT_REJ_MAX) {
+        r->rej_overflow = true;
+        return;
+    }
+    r->rej[r->n_rej].promise = JS_DupValue(ctx, promise);
+    r->rej[r->n_rej].reason = JS_DupValue(ctx, reason);
+    r->n_rej++;
+}
+
+/* ---- natives handed to the prelude (never global) ---- */
+
+static struct jsrt *self(JSContext *ctx)
+{
+    return JS_GetContextOpaque(ctx);
+}
+
+static JSValue nat_write(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    int32_t fd = 0;
+    if (argc < 2 || JS_ToInt32(ctx, &fd, argv[0]) < 0)
+        return JS_EXCEPTION;
+    size_t n;
+    const char *s = JS_ToCStringLen(ctx, &n, argv[1]);
+    if (!s)
+        return JS_EXCEPTION;
+    struct jsrt *r = self(ctx);
+    out_append(fd == 2 ? &r->err : &r->out, s, n);
+    JS_FreeCString(ctx, s);
+    return JS_UNDEFINED;
+}
+
+static JSValue nat_exit(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    int32_t code = 0;
+    if (argc > 0 && JS_ToInt32(ctx, &code, argv[0]) < 0)
+        return JS_EXCEPTION;
+    /* As a process would: the status is the low byte. */
+    finish(self(ctx), code & 0xff, false);
+}
+
+static JSValue nat_elapsed(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val, (void)argc, (void)argv;
+    return JS_NewFloat64(ctx, (double)(mono_ns() - self(ctx)->start_ns) / 1e6);
+}
+
+static JSValue nat_promise_state(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    if (argc < 1)
+        return JS_NewInt32(ctx, -1);
+    /* -1: not a promise; 0 pending; 1 fulfilled; 2 rejected. */
+    return JS_NewInt32(ctx, (int32_t)JS_PromiseState(ctx, argv[0]));
+}
+
+static JSValue nat_promise_result(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    if (argc < 1 || JS_PromiseState(ctx, argv[0]) < 0)
+        return JS_UNDEFINED;
+    return JS_PromiseResult(ctx, argv[0]);
+}
+
+static JSValue nat_is_error(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    return JS_NewBool(ctx, argc > 0 && JS_IsError(ctx, argv[0]));
+}
+
+static JSValue job_call(JSContext *ctx, int argc, JSValueConst *argv)
+{
+    (void)argc;
+    return JS_Call(ctx, argv[0], JS_UNDEFINED, 0, NULL);
+}
+
+/* queueMicrotask/nextTick: a job whose exception is an uncaught exception (as in Node), not a
+ * rejected promise. */
+static JSValue nat_enqueue(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    if (argc < 1 || !JS_IsFunction(ctx, argv[0]))
+        return JS_ThrowTypeError(ctx, "callback must be a function");
+    if (JS_EnqueueJob(ctx, job_call, 1, argv) < 0)
+        return JS_EXCEPTION;
+    return JS_UNDEFINED;
+}
+
+static const JSCFunctionListEntry natives[] = {
+    JS_CFUNC_DEF("write", 2, nat_write),
+    JS_CFUNC_DEF("exit", 1, nat_exit),
+    JS_CFUNC_DEF("elapsed", 0, nat_elapsed),
+    JS_CFUNC_DEF("promiseState", 1, nat_promise_state),
+    JS_CFUNC_DEF("promiseResult", 1, nat_promise_result),
+    JS_CFUNC_DEF("isError", 1, nat_is_error),
+    JS_CFUNC_DEF("enqueue", 1, nat_enqueue),
+};
+
+int jsrt_compile_prelude(uint8_t **bc, size_t *len)
+{
+    JSRuntime *rt = JS_NewRuntime();
+    if (!rt)
+        return -1;
+    JSContext *ctx = JS_NewContext(rt);
+    int r = -1;
+    if (ctx) {
+        size_t n;
+        const char *src = prelude_source(&n);
+        JSValue fn = JS_Eval(ctx, src, n, "<plimsoll>", JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY |
+                                                         JS_EVAL_FLAG_STRICT);
+        if (!JS_IsException(fn)) {
+            uint8_t *buf = JS_WriteObject(ctx, len, fn, JS_WRITE_OBJ_BYTECODE);
+            if (buf) {
+                *bc = malloc(*len);
+                if (*bc) {
+                    memcpy(*bc, buf, *len);
+                    r = 0;
+                }
+                js_free(ctx, buf);
+            }
+        }
+        JS_FreeValue(ctx, fn);
+        JS_FreeContext(ctx);
+    }
+    JS_FreeRuntime(rt);
+    return r;
+}
+
+static JSValue hook(JSContext *ctx, JSValueConst hooks, const char *name)
+{
+    JSValue f = JS_GetPropertyStr(ctx, hooks, name);
+    if (!JS_IsFunction(ctx, f)) {
+        JS_FreeValue(ctx, f);
+        return JS_EXCEPTION;
+    }
+    return f;
+}
+
+struct jsrt *jsrt_new(uint32_t memory_mb, size_t js_stack_bytes, const uint8_t *bc, size_t bc_len,
+                      jsrt_finish_fn *fin)
+{
+    struct jsrt *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->finish = fin;
+    r->out.data = malloc(LIM_OUTPUT_MAX);
+    r->err.data = malloc(LIM_OUTPUT_MAX);
+    r->rt = JS_NewRuntime();
+    if (!r->out.data || !r->err.data || !r->rt)
+        return NULL; /* the worker exits; nothing to release */
+    r->start_ns = mono_ns();
+    r->deadline_ns = INT64_MAX;
+    JS_SetMemoryLimit(r->rt, (size_t)memory_mb * 1024 * 1024);
+    JS_SetMaxStackSize(r->rt, js_stack_bytes);
+    /* Atomics.wait would block in futex(2), which the filter forbids: refuse it in JS. */
+    JS_SetCanBlock(r->rt, 0);
+    JS_SetInterruptHandler(r->rt, on_interrupt, r);
+    JS_SetHostPromiseRejectionTracker(r->rt, on_rejection, r);
+    r->ctx = JS_NewContext(r->rt);
+    if (!r->ctx)
+        return NULL;
+    JSContext *ctx = r->ctx;
+    JS_SetContextOpaque(ctx, r);
+
+    JSValue native = JS_NewObject(ctx);
+    if (JS_IsException(native))
+        return NULL;
+    JS_SetPropertyFunctionList(ctx, native, natives, sizeof natives / sizeof natives[0]);
+    JSValue fnobj = JS_ReadObject(ctx, bc, bc_len, JS_READ_OBJ_BYTECODE);
+    if (JS_IsException(fnobj))
+        return NULL;
+    JSValue fn = JS_EvalFunction(ctx, fnobj);
+    if (JS_IsException(fn))
+        return NULL;
+    r->hooks = JS_Call(ctx, fn, JS_UNDEFINED, 1, (JSValueConst *)&native);
+    JS_FreeValue(ctx, fn);
+    JS_FreeValue(ctx, native);
+    if (JS_IsException(r->hooks))
+        return NULL;
+    r->h_uncaught = hook(ctx, r->hooks, "uncaught");
+    r->h_next_due = hook(ctx, r->hooks, "nextDue");
+    r->h_fire_next = hook(ctx, r->hooks, "fireNext");
+    r->h_exit_code = hook(ctx, r->hooks, "exitCode");
+    if (JS_IsException(r->h_uncaught) || JS_IsException(r->h_next_due) ||
+        JS_IsException(r->h_fire_next) || JS_IsException(r->h_exit_code))
+        return NULL;
+    r->eval_promise = JS_UNDEFINED;
+    /* Warm-up (see the prelude's warm()): the compiler, the interpreter and console's formatter
+     * touch their pages now, off the run's latency path. */
+    static const char warm_src[] = "(function(){ let s = 0; for (let i = 0; i < 10; i++) s += i; return [s, `${s}`]; })()";
+    JSValue wv = JS_Eval(ctx, warm_src, sizeof warm_src - 1, "<warm>", JS_EVAL_TYPE_GLOBAL);
+    JSValue wh = hook(ctx, r->hooks, "warm");
+    if (JS_IsException(wv) || JS_IsException(wh))
+        return NULL;
+    JSValue wr = JS_Call(ctx, wh, r->hooks, 0, NULL);
+    if (JS_IsException(wr))
+        return NULL;
+    JS_FreeValue(ctx, wv);
+    JS_FreeValue(ctx, wh);
+    JS_FreeValue(ctx, wr);
+    return r;
+}
+
+/* Prints "Uncaught <inspect(err)>" on stderr through the prelude; when that itself fails (out of
+ * memory, a hostile getter), falls back to C so the run still ends with a message. */
+__attribute__((noreturn)) static void die_uncaught(struct jsrt *r, JSValue exc, bool in_promise)
+{
+    JSContext *ctx = r->ctx;
+    JSValue args[2] = {exc, JS_NewBool(ctx, in_promise)};
+    JSValue s = JS_Call(ctx, r->h_uncaught, r->hooks, 2, (JSValueConst *)args);
+    const char *txt = NULL;
+    size_t n = 0;
+    if (!JS_IsException(s))
+        txt = JS_ToCStringLen(ctx, &n, s);
+    if (txt) {
+        out_append(&r->err, txt, n);
+        JS_FreeCString(ctx, txt);
+    } else {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        const char *m = NULL;
+        if (!JS_IsNull(exc) && !JS_IsUndefined(exc) && !JS_IsUninitialized(exc))
+            m = JS_ToCString(ctx, exc);
+        static const char pre[] = "Uncaught ";
+        out_append(&r->err, pre, sizeof pre - 1);
+        if (m) {
+            out_append(&r->err, m, strlen(m));
+            JS_FreeCString(ctx, m);
+        } else {
+            static const char oom[] = "InternalError: out of memory";
+            out_append(&r->err, oom, sizeof oom - 1);
+        }
+    }
+    out_append(&r->err, "\n", 1);
+    finish(r, 1, false);
+}
+
+static void drain_jobs(struct jsrt *r)
+{
+    for (;;) {
+        JSContext *jctx;
+        int rc = JS_ExecutePendingJob(r->rt, &jctx);
+        if (rc == 0)
+            return;
+        if (rc < 0)
+            die_uncaught(r, JS_GetException(r->ctx), false);
+    }
+}
+
+/* Node (>= 15): a rejection still unhandled once the microtasks drained ends the process. The
+ * promise returned by the top-level (async) evaluation is the script itself failing. */
+static void check_rejections(struct jsrt *r)
+{
+    if (r->rej_overflow) {
+        static const char m[] = "Uncaught (in promise) too many unhandled rejections\n";
+        out_append(&r->err, m, sizeof m - 1);
+        finish(r, 1, false);
+    }
+    if (r->n_rej == 0)
+        return;
+    bool top = JS_VALUE_GET_PTR(r->rej[0].promise) == JS_VALUE_GET_PTR(r->eval_promise);
+    die_uncaught(r, r->rej[0].reason, !top);
+}
+
+void jsrt_run(struct jsrt *r, const char *code, size_t len, uint32_t timeout_ms)
+{
+    JSContext *ctx = r->ctx;
+    r->timeout_ms = timeout_ms;
+    r->start_ns = mono_ns();
+    r->deadline_ns = r->start_ns + (int64_t)timeout_ms * 1000000;
+
+    /* Script (not module) semantics like `node -e`, with top-level await allowed (the async
+     * flag makes the evaluation return a promise). */
+    JSValue v = JS_Eval(ctx, code, len, "[eval]", JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC);
+    if (JS_IsException(v))
+        die_uncaught(r, JS_GetException(ctx), false);
+    r->eval_promise = v;
+
+    for (;;) {
+        drain_jobs(r);
+        check_rejections(r);
+        JSValue d = JS_Call(ctx, r->h_next_due, r->hooks, 0, NULL);
+        if (JS_IsException(d))
+            die_uncaught(r, JS_GetException(ctx), false);
+        double due = -1;
+        JS_ToFloat64(ctx, &due, d);
+        JS_FreeValue(ctx, d);
+        if (due < 0)
+            break;
+        /* Only timers remain: the virtual clock jumps to the next one, unless it lies past
+         * the deadline, in which case the run has timed out (without waiting for it). */
+        if (due > (double)r->timeout_ms)
+            finish(r, JSRT_EXIT_TIMEOUT, true);
+        JSValue f = JS_Call(ctx, r->h_fire_next, r->hooks, 0, NULL);
+        if (JS_IsException(f))
+            die_uncaught(r, JS_GetException(ctx), false);
+        JS_FreeValue(ctx, f);
+    }
+    JSValue c = JS_Call(ctx, r->h_exit_code, r->hooks, 0, NULL);
+    int32_t code_out = 0;
+    if (JS_IsException(c) || JS_ToInt32(ctx, &code_out, c) < 0)
+        code_out = 1;
+    finish(r, code_out & 0xff, false);
+}

@@ -1,0 +1,498 @@
+/* pool.c: the zygote and the pool of ready, never-used QuickJS workers (monitor side).
+ * Owns: the zygote process and its control socket (refill thread only), the ready ring (under
+ *   mu), every worker until qjs_pool_take() hands it out.
+ * Trusts: the zygote's replies only after qf_hdr_decode(); a worker not at all (the pool never
+ *   reads from one: the monitor checks READY when it takes it).
+ * Invariant: one long-lived refill thread spawns the zygote (its parent-death signal, and its
+ *   workers', is bound to that thread) and owns every spawn; a worker is in the ring at most once
+ *   and leaves it exactly once, to a run or to qjs_worker_end(); nothing is ever reused. A
+ *   discarded worker is SIGKILLed by the caller and only then queued for the reaper thread, so
+ *   no signal ever targets a reaped (reusable) pid. */
+#include "qjs_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../core/cleanup.h"
+#include "confine.h"
+#include "frame.h"
+
+/* Zygote replies (HELLO, SPAWNED) must arrive within this. */
+#define POOL_CTL_MS 5000
+/* SPAWNs sent before reading their replies. */
+#define POOL_BATCH 16
+/* Killed workers waiting for the reaper; when full, the caller reaps synchronously. */
+#define POOL_REAP_MAX 1024
+
+struct qjs_pool {
+    struct qjs_pool_cfg cfg;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_ready;  /* takers: a worker arrived, or the pool stopped */
+    pthread_cond_t cv_refill; /* refill thread: a worker left, or stop */
+    struct qjs_worker *ring;  /* cfg.size slots, FIFO */
+    size_t head, n;
+    bool stop;
+    int started;              /* 0 pending, 1 zygote up once, -1 first start failed */
+    struct plm_err start_err;
+    bool zygote_up;
+    unsigned ns;
+    char broken[200];         /* last zygote failure, "" while healthy */
+    pid_t reap[POOL_REAP_MAX]; /* SIGKILLed, not yet waited for (under mu) */
+    size_t reap_head, reap_n;
+    pthread_cond_t cv_reap;
+    pthread_t reaper;
+    /* Refill thread only: */
+    pid_t zyg_pid;
+    int zyg_fd;
+    uint64_t seq;
+    pthread_t thread;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int qjs_worker_end(struct qjs_worker *w)
+{
+    int status = -1;
+    if (w->pid > 0) {
+        kill(w->pid, SIGKILL);
+        while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        w->pid = -1;
+    }
+    if (w->fd >= 0) {
+        close(w->fd);
+        w->fd = -1;
+    }
+    return status;
+}
+
+/* Waits for one control message; returns its length, 0 on EOF/timeout/error. */
+static ssize_t ctl_recv(int fd, uint8_t *buf, size_t cap, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = end - now_ms();
+        if (left <= 0)
+            return 0;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int r = poll(&pfd, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        ssize_t n = recv(fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0 || (size_t)n > cap)
+            return 0; /* error, EOF, or a message longer than any valid one */
+        return n;
+    }
+}
+
+static void zygote_stop(struct qjs_pool *p)
+{
+    if (p->zyg_fd >= 0)
+        close(p->zyg_fd); /* the zygote exits on EOF */
+    p->zyg_fd = -1;
+    if (p->zyg_pid > 0) {
+        kill(p->zyg_pid, SIGKILL);
+        while (waitpid(p->zyg_pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    p->zyg_pid = -1;
+    pthread_mutex_lock(&p->mu);
+    p->zygote_up = false;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* posix_spawn (vfork+exec underneath: safe in a multi-threaded daemon) of the worker binary
+ * through the descriptor we hashed, so what runs is what the identity names. */
+static int zygote_start(struct qjs_pool *p, struct plm_err *err)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "zygote socketpair: %s", strerror(errno));
+    cleanup_close int mine = sv[0];
+    cleanup_close int theirs = sv[1];
+    if (theirs <= 4) { /* dup2(3, 3) would keep CLOEXEC, and 4 is the binary's: move it */
+        int moved = fcntl(theirs, F_DUPFD_CLOEXEC, 5);
+        if (moved < 0)
+            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "zygote fd: %s", strerror(errno));
+        close(theirs);
+        theirs = moved;
+    }
+    char path[64], mem[16], cpu[16], ppid[16];
+    /* The child sees the binary as fd 4 (dup2 clears CLOEXEC; the zygote closes it first thing)
+     * and everything from 5 up is closed before the exec. */
+    snprintf(path, sizeof path, "/proc/self/fd/4");
+    snprintf(mem, sizeof mem, "%u", p->cfg.memory_mb);
+    snprintf(cpu, sizeof cpu, "%u", p->cfg.cpu_seconds);
+    snprintf(ppid, sizeof ppid, "%d", (int)getpid());
+    char *const argv[] = {"plimsoll-qjs-zygote", "--zygote", mem, cpu, ppid, NULL};
+    char *const envp[] = {NULL}; /* no environment crosses into the sandbox */
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    /* Binary first: exe_fd may itself be 3. */
+    posix_spawn_file_actions_adddup2(&fa, p->cfg.exe_fd, 4);
+    posix_spawn_file_actions_adddup2(&fa, theirs, 3);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    posix_spawn_file_actions_addclosefrom_np(&fa, 5);
+#endif
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t pid;
+    int rc = posix_spawn(&pid, path, &fa, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0)
+        return plm_err_set(err, rc, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "spawn zygote: %s", strerror(rc));
+    cleanup_pid pid_t zyg = pid;
+    close(take_fd(&theirs));
+
+    uint8_t buf[QF_HDR_LEN + 8];
+    struct qf_hdr h;
+    ssize_t n = ctl_recv(mine, buf, sizeof buf, POOL_CTL_MS);
+    if (n < (ssize_t)QF_HDR_LEN || qf_hdr_decode(buf, &h) < 0 || h.type != QF_HELLO ||
+        (ssize_t)(QF_HDR_LEN + h.len) != n) {
+        int st = 0;
+        kill(zyg, SIGKILL);
+        waitpid(take_pid(&zyg), &st, 0);
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "zygote did not start (status %d, signal %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                           WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    }
+    struct qf_reader r;
+    qf_reader_init(&r, buf + QF_HDR_LEN, h.len);
+    unsigned ns = qf_get_u32(&r);
+    if (qf_reader_finish(&r) < 0)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "zygote HELLO malformed");
+    p->zyg_pid = take_pid(&zyg);
+    p->zyg_fd = take_fd(&mine);
+    pthread_mutex_lock(&p->mu);
+    p->zygote_up = true;
+    p->ns = ns;
+    p->broken[0] = 0;
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+static int send_spawn(int zfd, uint64_t seq, int fd)
+{
+    uint8_t h[QF_HDR_LEN];
+    qf_hdr_encode(h, &(struct qf_hdr){.len = 0, .type = QF_SPAWN, .flags = 0, .seq = seq});
+    union {
+        struct cmsghdr c;
+        char space[CMSG_SPACE(sizeof(int))];
+    } cm;
+    memset(&cm, 0, sizeof cm);
+    struct iovec iov = {.iov_base = h, .iov_len = sizeof h};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof cm};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    ssize_t n;
+    do
+        n = sendmsg(zfd, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof h ? 0 : -1;
+}
+
+/* Asks the zygote for n workers; appends the ones it made to out. -1 when the zygote failed. */
+static int spawn_batch(struct qjs_pool *p, size_t n, struct qjs_worker *out, size_t *got)
+{
+    int pend[POOL_BATCH];
+    uint64_t seqs[POOL_BATCH];
+    size_t sent = 0;
+    int rc = 0;
+    for (; sent < n; sent++) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+            break;
+        seqs[sent] = ++p->seq;
+        int ok = send_spawn(p->zyg_fd, seqs[sent], sv[1]);
+        close(sv[1]);
+        if (ok < 0) {
+            close(sv[0]);
+            rc = -1;
+            break;
+        }
+        pend[sent] = sv[0];
+    }
+    for (size_t i = 0; i < sent; i++) {
+        uint8_t buf[QF_HDR_LEN + 8];
+        struct qf_hdr h;
+        ssize_t k = rc < 0 ? 0 : ctl_recv(p->zyg_fd, buf, sizeof buf, POOL_CTL_MS);
+        struct qf_reader r;
+        uint32_t pid = 0;
+        if (k == (ssize_t)sizeof buf && qf_hdr_decode(buf, &h) == 0 && h.type == QF_SPAWNED &&
+            h.seq == seqs[i]) {
+            qf_reader_init(&r, buf + QF_HDR_LEN, h.len);
+            pid = qf_get_u32(&r);
+            (void)qf_get_u32(&r); /* the zygote's errno, when pid is 0 */
+            if (qf_reader_finish(&r) < 0)
+                pid = 0, rc = -1;
+        } else {
+            rc = -1; /* a silent or confused zygote is replaced */
+        }
+        if (pid == 0 || pid > (uint32_t)INT32_MAX) {
+            close(pend[i]);
+            continue;
+        }
+        int fl = fcntl(pend[i], F_GETFL);
+        if (fl < 0 || fcntl(pend[i], F_SETFL, fl | O_NONBLOCK) < 0) {
+            struct qjs_worker w = {(pid_t)pid, pend[i]};
+            qjs_worker_end(&w);
+            continue;
+        }
+        out[(*got)++] = (struct qjs_worker){.pid = (pid_t)pid, .fd = pend[i]};
+    }
+    return rc;
+}
+
+/* Waiting for a SIGKILLed worker blocks until the kernel has torn its address space down,
+ * which is most of a run's latency on some hosts; runs hand that wait to this thread. */
+static void *reaper_main(void *arg)
+{
+    struct qjs_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->reap_n == 0 && !p->stop)
+            pthread_cond_wait(&p->cv_reap, &p->mu);
+        if (p->reap_n == 0)
+            break; /* stopping, and nothing left to reap */
+        pid_t pid = p->reap[p->reap_head];
+        p->reap_head = (p->reap_head + 1) % POOL_REAP_MAX;
+        p->reap_n--;
+        pthread_mutex_unlock(&p->mu);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+void qjs_pool_discard(struct qjs_pool *p, struct qjs_worker *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    if (w->pid <= 0)
+        return;
+    kill(w->pid, SIGKILL); /* before it leaves our hands: the pid cannot have been reused */
+    pthread_mutex_lock(&p->mu);
+    if (p->reap_n < POOL_REAP_MAX) {
+        p->reap[(p->reap_head + p->reap_n) % POOL_REAP_MAX] = w->pid;
+        p->reap_n++;
+        w->pid = -1;
+        pthread_cond_signal(&p->cv_reap);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (w->pid > 0)
+        qjs_worker_end(w);
+}
+
+static void *refill_main(void *arg)
+{
+    struct qjs_pool *p = arg;
+    struct plm_err err = {0};
+    int first = zygote_start(p, &err);
+    pthread_mutex_lock(&p->mu);
+    p->started = first < 0 ? -1 : 1;
+    p->start_err = err;
+    pthread_cond_broadcast(&p->cv_ready);
+    pthread_mutex_unlock(&p->mu);
+    if (first < 0)
+        return NULL;
+
+    unsigned backoff_ms = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->stop && p->n >= p->cfg.size)
+            pthread_cond_wait(&p->cv_refill, &p->mu);
+        bool stop = p->stop;
+        size_t need = p->cfg.size - p->n;
+        pthread_mutex_unlock(&p->mu);
+        if (stop)
+            break;
+        if (p->zyg_fd < 0) {
+            if (backoff_ms)
+                usleep(backoff_ms * 1000);
+            if (zygote_start(p, &err) < 0) {
+                pthread_mutex_lock(&p->mu);
+                snprintf(p->broken, sizeof p->broken, "%.190s", err.msg);
+                pthread_cond_broadcast(&p->cv_ready);
+                pthread_mutex_unlock(&p->mu);
+                backoff_ms = backoff_ms ? (backoff_ms * 2 > 1000 ? 1000 : backoff_ms * 2) : 20;
+                continue;
+            }
+        }
+        struct qjs_worker fresh[POOL_BATCH];
+        size_t got = 0;
+        int rc = spawn_batch(p, need > POOL_BATCH ? POOL_BATCH : need, fresh, &got);
+        if (rc < 0) {
+            zygote_stop(p);
+            pthread_mutex_lock(&p->mu);
+            snprintf(p->broken, sizeof p->broken, "zygote stopped answering; restarting it");
+            pthread_mutex_unlock(&p->mu);
+            backoff_ms = backoff_ms ? backoff_ms : 20;
+        } else if (got > 0) {
+            backoff_ms = 0;
+        }
+        pthread_mutex_lock(&p->mu);
+        for (size_t i = 0; i < got; i++) {
+            if (p->stop || p->n >= p->cfg.size) {
+                qjs_worker_end(&fresh[i]);
+                continue;
+            }
+            p->ring[(p->head + p->n) % p->cfg.size] = fresh[i];
+            p->n++;
+        }
+        pthread_cond_broadcast(&p->cv_ready);
+        pthread_mutex_unlock(&p->mu);
+    }
+    zygote_stop(p);
+    return NULL;
+}
+
+struct qjs_pool *qjs_pool_new(const struct qjs_pool_cfg *cfg, struct plm_err *err)
+{
+    struct qjs_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "pool: out of memory"), NULL;
+    p->cfg = *cfg;
+    p->zyg_fd = -1;
+    p->zyg_pid = -1;
+    p->ring = calloc(cfg->size, sizeof *p->ring);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv_ready, &ca);
+    pthread_cond_init(&p->cv_refill, &ca);
+    pthread_cond_init(&p->cv_reap, &ca);
+    pthread_condattr_destroy(&ca);
+    if (!p->ring || pthread_create(&p->reaper, NULL, reaper_main, p) != 0) {
+        free(p->ring);
+        free(p);
+        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "pool: cannot start"), NULL;
+    }
+    if (pthread_create(&p->thread, NULL, refill_main, p) != 0) {
+        pthread_mutex_lock(&p->mu);
+        p->stop = true;
+        pthread_cond_broadcast(&p->cv_reap);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->reaper, NULL);
+        free(p->ring);
+        free(p);
+        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "pool: cannot start"), NULL;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (p->started == 0)
+        pthread_cond_wait(&p->cv_ready, &p->mu);
+    int started = p->started;
+    if (started < 0 && err)
+        *err = p->start_err;
+    pthread_mutex_unlock(&p->mu);
+    if (started < 0) {
+        qjs_pool_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void qjs_pool_free(struct qjs_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv_refill);
+    pthread_cond_broadcast(&p->cv_ready);
+    pthread_cond_broadcast(&p->cv_reap);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    pthread_join(p->reaper, NULL); /* it drains its queue before leaving */
+    for (size_t i = 0; i < p->n; i++)
+        qjs_worker_end(&p->ring[(p->head + i) % p->cfg.size]);
+    pthread_cond_destroy(&p->cv_reap);
+    pthread_cond_destroy(&p->cv_ready);
+    pthread_cond_destroy(&p->cv_refill);
+    pthread_mutex_destroy(&p->mu);
+    free(p->ring);
+    free(p);
+}
+
+int qjs_pool_take(struct qjs_pool *p, uint32_t wait_ms, struct qjs_worker *out, struct plm_err *err)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += wait_ms / 1000;
+    dl.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (p->n == 0 && !p->stop) {
+        pthread_cond_signal(&p->cv_refill);
+        if (pthread_cond_timedwait(&p->cv_ready, &p->mu, &dl) == ETIMEDOUT && p->n == 0) {
+            char why[sizeof p->broken];
+            snprintf(why, sizeof why, "%s", p->broken[0] ? p->broken : "pool busy");
+            pthread_mutex_unlock(&p->mu);
+            return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                               "no quickjs worker within %u ms: %s", wait_ms, why);
+        }
+    }
+    if (p->stop) {
+        pthread_mutex_unlock(&p->mu);
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs provider is shutting down");
+    }
+    *out = p->ring[p->head];
+    p->head = (p->head + 1) % p->cfg.size;
+    p->n--;
+    pthread_cond_signal(&p->cv_refill);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+unsigned qjs_pool_ns(struct qjs_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    unsigned ns = p->ns;
+    pthread_mutex_unlock(&p->mu);
+    return ns;
+}
+
+bool qjs_pool_alive(struct qjs_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    bool up = p->zygote_up && !p->stop;
+    pthread_mutex_unlock(&p->mu);
+    return up;
+}

@@ -1,0 +1,96 @@
+/* qjs_int.h: the monitor side of the quickjs provider, shared by its files and its test. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../../core/err.h"
+#include "../../core/evidence.h"
+#include "../../core/request.h"
+
+/* ---- pool.c: the zygote and the ready workers ---- */
+
+struct qjs_pool;
+struct qjs_worker {
+    pid_t pid; /* the daemon's own child (CLONE_PARENT): killed and reaped by whoever holds it */
+    int fd;    /* non-blocking, CLOEXEC stream socket to the worker */
+};
+
+struct qjs_pool_cfg {
+    int exe_fd;           /* the worker binary, opened and hashed once; the pool execs this fd */
+    uint32_t memory_mb;
+    uint32_t cpu_seconds; /* RLIMIT_CPU of a worker */
+    uint32_t size;        /* ready workers to keep */
+};
+
+/* Starts the refill thread, which starts the zygote; returns once the zygote said HELLO. */
+struct qjs_pool *qjs_pool_new(const struct qjs_pool_cfg *cfg, struct plm_err *err);
+/* Kills and reaps every ready worker and the zygote; joins the thread. NULL-safe. */
+void qjs_pool_free(struct qjs_pool *p);
+/* Hands out a never-used worker, waiting up to wait_ms for the refill thread. */
+int qjs_pool_take(struct qjs_pool *p, uint32_t wait_ms, struct qjs_worker *out, struct plm_err *err);
+/* WK_NS_* flags the current zygote applied. */
+unsigned qjs_pool_ns(struct qjs_pool *p);
+/* Whether the zygote is up (cheap, for preflight). */
+bool qjs_pool_alive(struct qjs_pool *p);
+/* SIGKILL now, close, and leave the wait to the pool's reaper thread (off the run's path). */
+void qjs_pool_discard(struct qjs_pool *p, struct qjs_worker *w);
+/* SIGKILL, reap (retrying EINTR), close; returns the wait status (or -1). */
+int qjs_worker_end(struct qjs_worker *w);
+/* A worker still owned at scope exit is killed and reaped (STYLE.md §4, like cleanup_pid). */
+static inline void qjs_worker_cleanup(struct qjs_worker *w)
+{
+    if (w->pid > 0 || w->fd >= 0)
+        qjs_worker_end(w);
+}
+#define cleanup_worker __attribute__((cleanup(qjs_worker_cleanup)))
+
+/* ---- monitor.c: one request to one worker ---- */
+
+/* Grace after the deadline before the monitor kills a worker that has not answered. */
+#define MON_GRACE_MS 1000u
+/* How long a taken worker may take to say READY. */
+#define MON_READY_MS 5000u
+
+/* Runs one snippet. On return >= 0, out->js is filled (a timeout, an uncaught error, OOM and
+ * process.exit are all results). < 0: PLM_E_INTERNAL with refusal NONE (the worker died, broke
+ * the protocol or could not be had), except that a worker which never said READY is replaced
+ * before the code is sent. */
+int mon_run_js(struct qjs_pool *p, const char *code, size_t len, uint32_t timeout_ms,
+               struct plm_js_result *out, int64_t *duration_ms, struct plm_err *err);
+
+struct mon_probe_outcome {
+    bool returned;      /* the worker answered PROBE_RESULT */
+    int64_t ret;        /* the syscall's result */
+    int err;            /* its errno */
+    bool killed;        /* the worker died by a signal instead */
+    int signal;         /* which one */
+    int exit_status;    /* or exited (no answer) with this status; -1 when not applicable */
+    /* Seen from outside on the READY worker, before the probe: */
+    int seccomp_mode;   /* /proc/<pid>/status Seccomp: (2 = filter), -1 unknown */
+    int no_new_privs;   /* NoNewPrivs:, -1 unknown */
+    int n_fds;          /* entries in /proc/<pid>/fd, -1 unknown */
+    bool own_netns, own_ipcns, own_mntns; /* differs from the daemon's */
+};
+/* Runs one probe (probe.h) in a fresh worker. < 0 only when no worker could be had. */
+int mon_probe(struct qjs_pool *p, uint32_t probe, struct mon_probe_outcome *o, struct plm_err *err);
+
+/* ---- quickjs.c ---- */
+
+struct plm_provider;
+/* The provider's pool, for tests that drive probes directly. */
+struct qjs_pool *qjs_provider_pool(struct plm_provider *p);
+
+/* ---- smoke.c: the startup proof ---- */
+
+struct qjs_proof_cfg {
+    uint32_t memory_mb;
+    uint32_t default_timeout_ms, max_timeout_ms;
+    uint32_t cpu_seconds;
+    const char *identity;  /* quickjs:sha256:<hex> */
+};
+/* Fills and seals ev. Returns 0 when every check passed, else -1 with err set (startup must
+ * stop). */
+int qjs_prove(struct qjs_pool *p, const struct qjs_proof_cfg *cfg, struct plm_evidence *ev,
+              struct plm_err *err);

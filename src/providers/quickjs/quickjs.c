@@ -1,0 +1,279 @@
+/* quickjs.c: the `quickjs` provider's ops table (process tier).
+ * Owns: the resolved configuration, the opened worker binary and its SHA-256 (the engine
+ *   identity), the pool, and the evidence card once proven.
+ * Trusts: the daemon's validation of requests (re-checked where cheap) and nothing from a
+ *   worker (monitor.c decodes that).
+ * Invariant: tier() is `process` only after smoke_test() proved every check on the card, else
+ *   `unknown`; every run re-checks the floor against that tier before it takes a worker, so a
+ *   refusal provably launched nothing. */
+#include "quickjs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../core/cleanup.h"
+#include "../../core/limits.h"
+#include "qjs_int.h"
+
+#ifndef QJS_WORKER_BUILD_PATH
+#define QJS_WORKER_BUILD_PATH ""
+#endif
+
+struct qjs_state {
+    struct qjs_config cfg; /* resolved: no zeros */
+    uint32_t cpu_seconds;
+    int exe_fd;
+    char identity[160];    /* quickjs:sha256:<hex of the worker binary> */
+    struct qjs_pool *pool;
+    struct plm_evidence ev;
+    int proven;            /* 1 once the card passed (atomic) */
+};
+
+static struct qjs_state *st_of(struct plm_provider *p)
+{
+    return p->state;
+}
+
+static enum plm_tier qjs_tier(struct plm_provider *p)
+{
+    return __atomic_load_n(&st_of(p)->proven, __ATOMIC_ACQUIRE) ? PLM_TIER_PROCESS : PLM_TIER_UNKNOWN;
+}
+
+static void qjs_describe(struct plm_provider *p, struct plm_describe *d)
+{
+    struct qjs_state *s = st_of(p);
+    bool proven = __atomic_load_n(&s->proven, __ATOMIC_ACQUIRE);
+    memset(d, 0, sizeof *d);
+    d->sandbox = "quickjs";
+    d->tier = qjs_tier(p);
+    snprintf(d->javascript.identity, sizeof d->javascript.identity, "%s", s->identity);
+    d->javascript.default_timeout_ms = s->cfg.default_timeout_ms;
+    d->javascript.max_timeout_ms = s->cfg.max_timeout_ms;
+    d->javascript.languages[0] = "javascript";
+    d->memory_mb = s->cfg.memory_mb;
+    d->policy = proven ? s->ev.policy : "";
+    d->evidence = proven ? &s->ev : NULL;
+}
+
+static int qjs_preflight(struct plm_provider *p, struct plm_err *err)
+{
+    if (!qjs_pool_alive(st_of(p)->pool))
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs zygote is not running");
+    return 0;
+}
+
+static int qjs_smoke(struct plm_provider *p, struct plm_err *err)
+{
+    struct qjs_state *s = st_of(p);
+    struct qjs_proof_cfg pc = {
+        .memory_mb = s->cfg.memory_mb,
+        .default_timeout_ms = s->cfg.default_timeout_ms,
+        .max_timeout_ms = s->cfg.max_timeout_ms,
+        .cpu_seconds = s->cpu_seconds,
+        .identity = s->identity,
+    };
+    __atomic_store_n(&s->proven, 0, __ATOMIC_RELEASE);
+    if (qjs_prove(s->pool, &pc, &s->ev, err) < 0)
+        return -1;
+    __atomic_store_n(&s->proven, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int qjs_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                      struct plm_result *out, struct plm_err *err)
+{
+    struct qjs_state *s = st_of(p);
+    enum plm_tier tier = qjs_tier(p);
+    /* The floor first: a floor above what we proved wins over every other answer. */
+    if (tier_check_floor(tier, ctx->floor, err) < 0)
+        return -1;
+    if (req->kind != PLM_KIND_JAVASCRIPT || !req->js.code)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "quickjs runs javascript snippets only");
+    if (req->js.grant_profile && req->js.grant_profile[0])
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                           "the quickjs provider does not support grants; nothing ran");
+    size_t len = strnlen(req->js.code, LIM_CODE_MAX + 1);
+    if (len == 0 || len > LIM_CODE_MAX)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
+    uint32_t timeout = ctx->timeout_ms ? ctx->timeout_ms : s->cfg.default_timeout_ms;
+    if (timeout > s->cfg.max_timeout_ms)
+        timeout = s->cfg.max_timeout_ms;
+
+    memset(out, 0, sizeof *out);
+    int64_t ms = 0;
+    if (mon_run_js(s->pool, req->js.code, len, timeout, &out->js, &ms, err) < 0)
+        return -1;
+    out->kind = PLM_KIND_JAVASCRIPT;
+    out->duration_ms = ms;
+    out->sandbox = strdup("quickjs");
+    out->isolation = strdup(tier_name(tier));
+    out->environment = strdup(s->identity);
+    if (!out->sandbox || !out->isolation || !out->environment) {
+        plm_result_done(out);
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
+    }
+    return 0;
+}
+
+static void state_free(struct qjs_state *s)
+{
+    if (!s)
+        return;
+    qjs_pool_free(s->pool);
+    if (s->exe_fd >= 0)
+        close(s->exe_fd);
+    free(s);
+}
+
+static void qjs_destroy(struct plm_provider *p)
+{
+    state_free(st_of(p));
+    p->state = NULL;
+}
+
+struct qjs_pool *qjs_provider_pool(struct plm_provider *p)
+{
+    return st_of(p)->pool;
+}
+
+static const struct plm_provider_ops qjs_ops = {
+    .name = "quickjs",
+    .tier = qjs_tier,
+    .describe = qjs_describe,
+    .preflight = qjs_preflight,
+    .smoke_test = qjs_smoke,
+    .run_javascript = qjs_run_js,
+    .run_project = NULL,
+    .destroy = qjs_destroy,
+};
+
+/* The worker binary: configured, else beside the daemon (/proc/self/exe), else the build
+ * directory's. Opened once; the hash and every exec use this descriptor. */
+static int open_worker(const char *configured, char *used, size_t used_len, struct plm_err *err)
+{
+    char self[PATH_MAX];
+    char cand[3][PATH_MAX];
+    int n = 0;
+    if (configured) {
+        snprintf(cand[n++], PATH_MAX, "%s", configured);
+    } else {
+        ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (k > 0) {
+            self[k] = 0;
+            snprintf(cand[n++], PATH_MAX, "%.*s/%s", PATH_MAX - 64, dirname(self), QJS_WORKER_NAME);
+        }
+        if (QJS_WORKER_BUILD_PATH[0])
+            snprintf(cand[n++], PATH_MAX, "%s", QJS_WORKER_BUILD_PATH);
+    }
+    for (int i = 0; i < n; i++) {
+        int fd = open(cand[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat sb;
+        /* Fail closed on a binary anyone could swap under us. */
+        if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & (S_IWGRP | S_IWOTH)) ||
+            !(sb.st_mode & S_IXUSR)) {
+            close(fd);
+            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                               "quickjs worker `%s` is not a private executable file", cand[i]);
+        }
+        size_t n_used = strnlen(cand[i], used_len - 1);
+        memcpy(used, cand[i], n_used);
+        used[n_used] = 0;
+        return fd;
+    }
+    return plm_err_set(err, ENOENT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker `%s` not found",
+                       n ? cand[0] : QJS_WORKER_NAME);
+}
+
+static int hash_fd(int fd, char hex[65], struct plm_err *err)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(md);
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "sha256 unavailable");
+    }
+    uint8_t buf[65536];
+    off_t off = 0;
+    for (;;) {
+        ssize_t k = pread(fd, buf, sizeof buf, off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            EVP_MD_CTX_free(md);
+            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "read worker binary: %s", strerror(errno));
+        }
+        if (k == 0)
+            break;
+        EVP_DigestUpdate(md, buf, (size_t)k);
+        off += k;
+    }
+    uint8_t d[32];
+    unsigned dl = 0;
+    EVP_DigestFinal_ex(md, d, &dl);
+    EVP_MD_CTX_free(md);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return 0;
+}
+
+static uint32_t clamp_u32(uint32_t v, uint32_t def, uint32_t lo, uint32_t hi)
+{
+    if (v == 0)
+        v = def;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+struct plm_provider *qjs_provider_new(const struct qjs_config *cfg, struct plm_err *err)
+{
+    struct qjs_config zero = {0};
+    if (!cfg)
+        cfg = &zero;
+    struct qjs_state *s = calloc(1, sizeof *s);
+    struct plm_provider *p = calloc(1, sizeof *p);
+    if (!s || !p) {
+        free(s);
+        free(p);
+        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs: out of memory");
+        return NULL;
+    }
+    s->exe_fd = -1;
+    s->cfg.memory_mb = clamp_u32(cfg->memory_mb, QJS_DEFAULT_MEMORY_MB, QJS_MIN_MEMORY_MB, QJS_MAX_MEMORY_MB);
+    s->cfg.pool_size = clamp_u32(cfg->pool_size, QJS_DEFAULT_POOL, 1, QJS_MAX_POOL);
+    s->cfg.max_timeout_ms = clamp_u32(cfg->max_timeout_ms, QJS_MAX_TIMEOUT_MS, 1, QJS_MAX_TIMEOUT_MS);
+    s->cfg.default_timeout_ms = clamp_u32(cfg->default_timeout_ms, QJS_DEFAULT_TIMEOUT_MS, 1, s->cfg.max_timeout_ms);
+    s->cpu_seconds = s->cfg.max_timeout_ms / 1000 + 5;
+
+    char used[PATH_MAX], hex[65];
+    s->exe_fd = open_worker(cfg->worker_path, used, sizeof used, err);
+    if (s->exe_fd < 0 || hash_fd(s->exe_fd, hex, err) < 0) {
+        state_free(s);
+        free(p);
+        return NULL;
+    }
+    snprintf(s->identity, sizeof s->identity, "quickjs:sha256:%s", hex);
+    struct qjs_pool_cfg pc = {
+        .exe_fd = s->exe_fd,
+        .memory_mb = s->cfg.memory_mb,
+        .cpu_seconds = s->cpu_seconds,
+        .size = s->cfg.pool_size,
+    };
+    s->pool = qjs_pool_new(&pc, err);
+    if (!s->pool) {
+        plm_err_wrap(err, "quickjs worker `%s`", used);
+        state_free(s);
+        free(p);
+        return NULL;
+    }
+    p->ops = &qjs_ops;
+    p->state = s;
+    return p;
+}

@@ -1,0 +1,128 @@
+/* worker.c: the QuickJS worker, fork to exit (STYLE.md §9).
+ * Owns: fd 3 (its socket to the monitor), one engine, one request.
+ * Trusts: monitor frames only after qf_hdr_decode()/qf_run_decode(); nothing in the snippet.
+ * Invariant: the filter is loaded (wk_confine) before the engine starts and before any request
+ *   byte is read, with the socket the only descriptor; the worker answers exactly one request
+ *   and exits, and every failure before a RESULT is a distinct exit status, never a partial
+ *   answer. */
+#include "worker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../core/limits.h"
+#include "frame.h"
+#include "jsrt.h"
+#include "probe.h"
+#include "seccomp_table.h"
+
+static int read_full(void *buf, size_t n)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t k = read(WK_SOCK_FD, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int write_full(const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t k = write(WK_SOCK_FD, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static uint64_t request_seq;
+
+static int send_frame(uint16_t type, uint64_t seq, const uint8_t *payload, uint32_t len)
+{
+    uint8_t h[QF_HDR_LEN];
+    qf_hdr_encode(h, &(struct qf_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
+    if (write_full(h, sizeof h) < 0)
+        return -1;
+    return len ? write_full(payload, len) : 0;
+}
+
+/* The end of every run (jsrt_finish_fn): one RESULT frame, then exit. The output buffers were
+ * allocated before the run, so this path allocates nothing and works out of memory. */
+__attribute__((noreturn)) static void finish_run(int32_t exit_code, bool timed_out,
+                                                 const struct jsrt_out *out, const struct jsrt_out *err)
+{
+    uint8_t fixed[QF_RESULT_FIXED];
+    uint8_t flags = (uint8_t)((timed_out ? QF_RES_TIMED_OUT : 0) | (out->truncated ? QF_RES_OUT_TRUNC : 0) |
+                              (err->truncated ? QF_RES_ERR_TRUNC : 0));
+    qf_result_encode_fixed(fixed, exit_code, flags, out->len, err->len);
+    uint32_t len = QF_RESULT_FIXED + out->len + err->len; /* <= 16 + 2 * 64 KiB */
+    uint8_t h[QF_HDR_LEN];
+    qf_hdr_encode(h, &(struct qf_hdr){.len = len, .type = QF_RESULT, .flags = 0, .seq = request_seq});
+    if (write_full(h, sizeof h) < 0 || write_full(fixed, sizeof fixed) < 0 ||
+        write_full(out->data, out->len) < 0 || write_full(err->data, err->len) < 0)
+        _exit(WK_EXIT_IO);
+    _exit(0);
+}
+
+void wk_worker_main(int sock, const struct wk_params *p)
+{
+    if (wk_confine(sock, p->monitor_pid, &p->limits, p->filter) < 0)
+        _exit(WK_EXIT_CONFINE);
+    /* From here on only the allow-list works. */
+    struct jsrt *rt = jsrt_new(p->limits.memory_mb, WK_JS_STACK_BYTES, p->prelude_bc, p->prelude_len,
+                               finish_run);
+    if (!rt)
+        _exit(WK_EXIT_ENGINE);
+    if (send_frame(QF_READY, 0, NULL, 0) < 0)
+        _exit(WK_EXIT_IO);
+
+    uint8_t hb[QF_HDR_LEN];
+    struct qf_hdr h;
+    if (read_full(hb, sizeof hb) < 0)
+        _exit(WK_EXIT_IO);
+    /* Only RUN or PROBE may come now; qf_hdr_decode bounds len by the type's cap. */
+    if (qf_hdr_decode(hb, &h) < 0 || (h.type != QF_RUN && h.type != QF_PROBE))
+        _exit(WK_EXIT_PROTOCOL);
+    uint8_t *payload = malloc((size_t)h.len + 1);
+    if (!payload)
+        _exit(WK_EXIT_ENGINE);
+    if (read_full(payload, h.len) < 0)
+        _exit(WK_EXIT_IO);
+    payload[h.len] = 0;
+    request_seq = h.seq;
+
+    if (h.type == QF_PROBE) {
+        struct qf_reader r;
+        qf_reader_init(&r, payload, h.len);
+        uint32_t id = qf_get_u32(&r);
+        if (qf_reader_finish(&r) < 0 || id >= WK_PROBE_COUNT)
+            _exit(WK_EXIT_PROTOCOL);
+        int e = 0;
+        int64_t ret = wk_probe_run(id, &e);
+        uint8_t out[12];
+        qf_put_u64(out, (uint64_t)ret);
+        qf_put_u32(out + 8, (uint32_t)e);
+        if (send_frame(QF_PROBE_RESULT, h.seq, out, sizeof out) < 0)
+            _exit(WK_EXIT_IO);
+        _exit(0);
+    }
+
+    struct qf_run run;
+    if (qf_run_decode(payload, h.len, &run) < 0)
+        _exit(WK_EXIT_PROTOCOL);
+    /* run.code points into payload, which is NUL-terminated just past the code. */
+    jsrt_run(rt, (const char *)run.code, run.code_len, run.timeout_ms);
+}

@@ -1,0 +1,25 @@
+/* worker.h: one QuickJS worker, from the zygote's fork to its exit (worker.c). */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "confine.h"
+
+/* Exit statuses of a worker that ends without a RESULT (the monitor reports an
+ * infrastructure error for each; none of them follows guest code). */
+#define WK_EXIT_CONFINE 120  /* a confinement step failed: no request was read */
+#define WK_EXIT_ENGINE 121   /* the engine could not start: no request was read */
+#define WK_EXIT_PROTOCOL 122 /* the monitor's frame was malformed */
+#define WK_EXIT_IO 123       /* the socket failed */
+
+struct wk_params {
+    pid_t monitor_pid;          /* the daemon: our parent through CLONE_PARENT */
+    struct wk_limits limits;
+    scmp_filter_ctx filter;     /* built once by the zygote */
+    const uint8_t *prelude_bc;  /* compiled once by the zygote */
+    size_t prelude_len;
+};
+
+/* Confines, starts the engine, says READY, serves exactly one request, exits. */
+__attribute__((noreturn)) void wk_worker_main(int sock, const struct wk_params *p);
