@@ -41,7 +41,7 @@ run_suite "$BUILD" --buildtype=debugoptimized -Dwerror=true
 echo "== ASan + UBSan build =="
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-run_suite "$ASAN_BUILD" --buildtype=debug -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
+run_suite "$ASAN_BUILD" --buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 if [ -x scripts/fuzz-short.sh ]; then

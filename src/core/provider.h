@@ -31,12 +31,38 @@ struct plm_describe {
     const struct plm_evidence *evidence; /* NULL when the provider proved nothing */
 };
 
+/* One answer of the host API to the guest: an HTTP status and a body the guest receives as text. */
+struct plm_host_reply {
+    int status;    /* 100..599 */
+    uint8_t *body; /* len bytes, malloc'd, owned by the receiver (free()); NULL when len is 0 */
+    size_t len;
+};
+
+/* A run's grant (issue 6): the capability to call listed routes of one HTTP API through the
+ * daemon's broker. Providers only transport: every rule (routes, budgets, breaker, credential)
+ * is applied inside `call`, and the credential never reaches a provider or a guest.
+ * Guest contract (src/broker/client_js.h): `client_js` is a classic script, evaluated before the
+ * snippet, that expects a global __plimsoll_host_send(method, path, body) returning
+ * {status, body} (or a Promise of it); `node_preload` is the same as an ES module for
+ * `node --import`, speaking HTTP over the unix socket $HOST_API_SOCKET. */
+struct plm_host_api {
+    const char *profile;      /* profile name, for logs only */
+    const char *client_js;    /* never NULL when a grant is present */
+    const char *node_preload; /* never NULL when a grant is present */
+    /* Thread-safe, callable until the run's code has ended. method and raw_target are exactly
+     * as the guest sent them; body may be NULL when len is 0. Always fills out. */
+    void (*call)(void *cb_ctx, const char *method, const char *raw_target, const uint8_t *body, size_t len,
+                 struct plm_host_reply *out);
+    void *cb_ctx;
+};
+
 /* Per-run context the daemon hands a provider. */
 struct plm_run_ctx {
-    const char *caller;    /* principal id, "" in open dev mode */
-    uint32_t timeout_ms;   /* already clamped to the provider's default and ceiling */
-    enum plm_tier floor;   /* parsed floor, re-checked by the provider before launch */
-    const char *trace_id;  /* filtered, or NULL */
+    const char *caller;                  /* principal id, "" in open dev mode */
+    uint32_t timeout_ms;                 /* already clamped to the provider's default and ceiling */
+    enum plm_tier floor;                 /* parsed floor, re-checked by the provider before launch */
+    const char *trace_id;                /* filtered, or NULL */
+    const struct plm_host_api *host_api; /* NULL: fully isolated (no grant) */
 };
 
 struct plm_provider;

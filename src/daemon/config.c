@@ -26,7 +26,7 @@ static const struct var vars[] = {
     {"PLIMSOLL_HARDENED", "-", "1 enforces the production policy (needs kernel or vm tier: refused by this build)"},
     {"PLIMSOLL_TLS_CERT", "-", "TLS is not built in: terminate TLS in front; setting it stops startup"},
     {"PLIMSOLL_TLS_KEY", "-", "see PLIMSOLL_TLS_CERT"},
-    {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (not yet supported: setting it stops startup)"},
+    {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (docs/grants.md); a bad file stops startup"},
     {"PLIMSOLL_GUARD_ADDR", "-", "egress-guard listener (not supported: setting it stops startup)"},
     {"SANDBOX_PROVIDER", "disabled", "disabled | quickjs (alias wasm) | docker | e2b"},
     {"SANDBOX_MIN_ISOLATION", "-", "refuse to start when the provider's proven tier is below this"},
@@ -163,6 +163,7 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
     c->metrics_addr = nonempty(get, "PLIMSOLL_METRICS_ADDR") ? get("PLIMSOLL_METRICS_ADDR") : "127.0.0.1:9464";
     c->token = nonempty(get, "PLIMSOLL_TOKEN");
     c->clients_file = nonempty(get, "PLIMSOLL_CLIENTS_FILE");
+    c->grants_file = nonempty(get, "PLIMSOLL_GRANTS_FILE");
     if ((v = nonempty(get, "PLIMSOLL_INSECURE"))) {
         if (strcmp(v, "1") && strcmp(v, "0"))
             return CFG_ERR(err, "PLIMSOLL_INSECURE=\"%s\": expected 1 or 0", v);
@@ -175,7 +176,6 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
                             "which this build cannot prove", v);
     if (refuse_if_set(get, "PLIMSOLL_TLS_CERT", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
         refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
-        refuse_if_set(get, "PLIMSOLL_GRANTS_FILE", "host-API grants are not supported yet", err) < 0 ||
         refuse_if_set(get, "PLIMSOLL_GUARD_ADDR", "the egress guard is not supported", err) < 0 ||
         refuse_if_set(get, "SANDBOX_TOTAL_MEMORY_MB", "a total memory budget is not supported", err) < 0)
         return -1;

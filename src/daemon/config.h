@@ -16,6 +16,7 @@ struct plm_config {
     const char *metrics_addr;
     const char *token;
     const char *clients_file;
+    const char *grants_file;
     bool insecure;
     enum cfg_provider provider;
     const char *provider_name; /* as the operator wrote it, lower-cased: "quickjs" or "wasm" ... */

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../broker/profiles.h"
 #include "../core/admission.h"
 #include "../server/auth.h"
 #include "../server/log.h"
@@ -91,8 +92,17 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    struct brk_profiles *grants = NULL;
+    if (cfg.grants_file) {
+        grants = brk_profiles_load(cfg.grants_file, NULL, &err);
+        if (!grants) {
+            auth_free(auth);
+            return die("configuration: PLIMSOLL_GRANTS_FILE", &err);
+        }
+    }
     struct plm_provider *p = providers_build(&cfg, &err);
     if (!p) {
+        brk_profiles_free(grants);
         auth_free(auth);
         return die("provider", &err);
     }
@@ -121,7 +131,7 @@ int main(int argc, char **argv)
     }
     static struct rpc_counters counters;
     struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
-                            .env = {.provider = p, .adm = adm, .counters = &counters},
+                            .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters},
                             .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024};
     srv = srv_start(&sc, &err);
     if (!srv) {
@@ -142,6 +152,7 @@ out:
     srv_free(srv);
     adm_free(adm);
     plm_provider_free(p);
+    brk_profiles_free(grants);
     auth_free(auth);
     return rc;
 }

@@ -16,6 +16,7 @@
 #include "../wire/connect_error.h"
 #include "../wire/convert.h"
 #include "../wire/json_codec.h"
+#include "grant.h"
 #include "log.h"
 
 static uint64_t mono_ms(void)
@@ -150,6 +151,7 @@ struct run_audit {
     const struct plm_err *err; /* NULL when answered */
     const struct plm_result *res;
     uint64_t started_us;
+    json_t *extra; /* grant counters; merged, not owned */
 };
 
 static void audit(const struct rpc_env *env, const char *request_id, const struct run_audit *a)
@@ -181,6 +183,8 @@ static void audit(const struct rpc_env *env, const char *request_id, const struc
         json_object_set_new(f, "project_outcome", json_integer(a->res->project.outcome));
     }
     json_object_set_new(f, "duration_us", json_integer((json_int_t)(mono_us() - a->started_us)));
+    if (a->extra)
+        json_object_update(f, a->extra);
     log_event("info", "run", f);
 }
 
@@ -211,18 +215,6 @@ static int check_protocol(uint32_t p, struct plm_err *err)
     return 0;
 }
 
-/* Until grants exist every profile is refused with the same words, so names cannot be probed. */
-static int check_grant(const struct plm_request *r, struct plm_err *err)
-{
-    const char *g = r->kind == PLM_KIND_JAVASCRIPT ? r->js.grant_profile
-                    : r->kind == PLM_KIND_PROJECT  ? r->project.grant_profile
-                                                   : "";
-    if (!g || !*g)
-        return 0;
-    return plm_err_set(err, 0, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION,
-                       "grant_profile \"%s\" is not available to this caller", g);
-}
-
 static const struct plm_payload_env *payload_env(const struct plm_describe *d, enum plm_kind k)
 {
     return k == PLM_KIND_PROJECT ? &d->project : k == PLM_KIND_MODULE ? &d->module : &d->javascript;
@@ -241,30 +233,35 @@ static int check_rule(const struct plm_request *r, const struct plm_payload_env 
                        e->software_identity[0] ? e->software_identity : "no stated software identity");
 }
 
-static int check_supported(const struct rpc_env *env, enum plm_kind k, struct plm_err *err)
+static int check_supported(const struct rpc_env *env, const struct plm_describe *d, enum plm_kind k, bool grant,
+                           struct plm_err *err)
 {
     const struct plm_provider_ops *ops = env->provider->ops;
-    if (k == PLM_KIND_JAVASCRIPT && ops->run_javascript)
-        return 0;
-    if (k == PLM_KIND_PROJECT && ops->run_project)
-        return 0;
-    return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "provider %s does not run %s payloads",
-                       ops->name, plm_kind_name(k));
+    bool runs = (k == PLM_KIND_JAVASCRIPT && ops->run_javascript) || (k == PLM_KIND_PROJECT && ops->run_project);
+    if (!runs)
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "provider %s does not run %s payloads",
+                           ops->name, plm_kind_name(k));
+    bool grants = k == PLM_KIND_JAVASCRIPT ? d->supports_javascript_grants : d->supports_project_grants;
+    if (grant && !grants)
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                           "provider %s does not support grants for %s payloads", ops->name, plm_kind_name(k));
+    return 0;
 }
 
 /* The pre-dispatch part of §11.2 (steps 7-15) plus the capability check. */
 static int precheck(const struct rpc_env *env, const struct plm_request *r, const struct plm_describe *d,
-                    enum plm_tier *floor, struct plm_err *err)
+                    const char *caller, enum plm_tier *floor, struct grant *g, struct plm_err *err)
 {
     if (check_protocol(r->protocol, err) < 0 || tier_parse_floor(r->minimum_isolation, floor, err) < 0 ||
-        plm_validate_rule(r, err) < 0 || plm_validate_payload(r, err) < 0 || check_grant(r, err) < 0)
+        plm_validate_rule(r, err) < 0 || plm_validate_payload(r, err) < 0 ||
+        grant_select(env->grants, r, caller, g, err) < 0)
         return -1;
     /* The floor is compared with the provider's *current* tier before any admission work. */
     if (tier_check_floor(env->provider->ops->tier(env->provider), *floor, err) < 0)
         return -1;
     if (check_rule(r, payload_env(d, r->kind), err) < 0)
         return -1;
-    return check_supported(env, r->kind, err);
+    return check_supported(env, d, r->kind, g->profile != NULL, err);
 }
 
 static void stamp(const struct plm_request *req, const struct plm_result *res, const struct plm_describe *d,
@@ -330,8 +327,10 @@ void rpc_run(const struct rpc_env *env, const struct principal *who, const char 
     struct plm_result res = {0};
     char *rule_id = NULL;
     bool admitted = false;
+    struct grant g = {0};
+    au.extra = json_object();
 
-    if (precheck(env, req, &d, &floor, &err) < 0)
+    if (precheck(env, req, &d, who->id, &floor, &g, &err) < 0)
         goto refused;
     if (adm_acquire(env->adm, who->id, mono_ms(), &err) < 0)
         goto refused;
@@ -341,10 +340,15 @@ void rpc_run(const struct rpc_env *env, const struct principal *who, const char 
                               .timeout_ms = plm_clamp_timeout(req->timeout_ms, pe->default_timeout_ms, pe->max_timeout_ms),
                               .floor = floor,
                               .trace_id = au.trace_id};
+    /* The credential is minted for this run's budget; a mint failure is a refusal (nothing ran). */
+    if (grant_begin(&g, who->id, ctx.timeout_ms, &err) < 0)
+        goto refused;
+    ctx.host_api = g.profile ? &g.api : NULL;
     uint64_t t0 = mono_ms();
     int rc = req->kind == PLM_KIND_PROJECT
                  ? env->provider->ops->run_project(env->provider, &ctx, req, &res, &err)
                  : env->provider->ops->run_javascript(env->provider, &ctx, req, &res, &err);
+    grant_end(&g, au.extra); /* the grant ends with the run's code */
     adm_release(env->adm, who->id);
     admitted = false;
     /* A provider refusal (disabled, or its own re-check of the floor) launched nothing. */
@@ -385,6 +389,8 @@ answered_error:
     au.err = &err;
     audit(env, request_id, &au);
 done:
+    grant_end(&g, NULL);
+    json_decref(au.extra);
     free(rule_id);
     plm_result_done(&res);
     wire_request_view_done(&view);

@@ -20,8 +20,11 @@ struct rpc_counters {
     atomic_uint_fast64_t refused;    /* refusals before dispatch */
 };
 
+struct brk_profiles;
+
 struct rpc_env {
     struct plm_provider *provider;
+    const struct brk_profiles *grants; /* NULL: no PLIMSOLL_GRANTS_FILE */
     struct adm *adm;
     struct rpc_counters *counters;
 };
