@@ -3,7 +3,7 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: all deps build demo check check-release check-asan fuzz bench clean
+.PHONY: all deps images build demo check fuzz bench clean
 
 all: build
 
@@ -12,6 +12,10 @@ deps:
 
 $(BUILD)/build.ninja: | deps
 	meson setup $(BUILD) --buildtype=debugoptimized -Dwerror=true
+
+# dockerd (started when it does not answer), runsc and the docker provider's images.
+images: deps
+	@scripts/docker-setup.sh
 
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)

@@ -35,6 +35,13 @@ run_suite() { # $1 = build dir, rest = meson setup options
     count "$dir"
 }
 
+# The docker suites run for real: dockerd, runsc and the images must be there before any test.
+echo "== docker (dockerd, runsc, images) =="
+if ! scripts/docker-setup.sh; then
+    echo "check: docker setup failed; the docker tests will fail and say what is missing" >&2
+    failed=$((failed + 1))
+fi
+
 echo "== release build (-Werror) =="
 run_suite "$BUILD" --buildtype=debugoptimized -Dwerror=true
 

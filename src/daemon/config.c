@@ -227,6 +227,7 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
     if ((v = get("SANDBOX_REQUIRE_PINNED_IMAGES"))) {
         if (*v && strcasecmp(v, "0") && strcasecmp(v, "false") && strcasecmp(v, "1") && strcasecmp(v, "true"))
             return CFG_ERR(err, "SANDBOX_REQUIRE_PINNED_IMAGES=\"%s\": expected \"\", 0, false, 1 or true", v);
+        c->require_pinned = !strcasecmp(v, "1") || !strcasecmp(v, "true");
     }
     if (c->provider == CFG_QUICKJS && (c->cpus_set || c->pids_set || c->disk_set))
         return CFG_ERR(err, "%s is set, but the quickjs provider cannot enforce it; unset it",

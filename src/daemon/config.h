@@ -25,6 +25,7 @@ struct plm_config {
     uint32_t memory_mb, pids, disk_mb;
     double cpus;
     bool memory_set, pids_set, disk_set, cpus_set;
+    bool require_pinned; /* SANDBOX_REQUIRE_PINNED_IMAGES */
 };
 
 /* getenv_fn lets tests supply an environment. */

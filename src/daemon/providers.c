@@ -2,8 +2,17 @@
  * a missing backend never silently degrades to something weaker. */
 #include "providers.h"
 
+#include <stdlib.h>
+
 #include "../providers/disabled/disabled.h"
+#include "../providers/docker/docker.h"
 #include "../providers/quickjs/quickjs.h"
+
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : fallback;
+}
 
 struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_err *err)
 {
@@ -16,11 +25,27 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
         struct qjs_config qc = {.memory_mb = cfg->memory_mb, .pool_size = cfg->max_concurrent};
         return qjs_provider_new(&qc, err);
     }
-    case CFG_DOCKER:
+    case CFG_DOCKER: {
+        /* Defaults are the images scripts/build-images.py builds on this host: the reference's
+         * node:22-alpine cannot be assumed pullable, and a default must never reach a registry. */
+        struct dock_config dc = {
+            .memory_mb = cfg->memory_mb,
+            .cpus = cfg->cpus,
+            .pids = cfg->pids,
+            .disk_mb = cfg->disk_mb,
+            .image = env_or("SANDBOX_DOCKER_IMAGE", "plimsoll/snippet:latest"),
+            .project_image = env_or("SANDBOX_DOCKER_PROJECT_IMAGE", "plimsoll/project:latest"),
+            .runtime = getenv("SANDBOX_DOCKER_RUNTIME"),
+            .seccomp_path = getenv("SANDBOX_DOCKER_SECCOMP"),
+            .guest_uid = getenv("SANDBOX_GUEST_UID"),
+            .require_pinned = cfg->require_pinned,
+            .docker_host = getenv("DOCKER_HOST"),
+        };
+        return dock_provider_new(&dc, err);
+    }
     case CFG_E2B:
         plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                    "SANDBOX_PROVIDER=%s is not available in this build yet; use quickjs or leave it unset",
-                    cfg->provider_name);
+                    "SANDBOX_PROVIDER=e2b is not available in this build; use docker, quickjs or leave it unset");
         return NULL;
     }
     if (!p)

@@ -32,6 +32,11 @@ int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const str
         return -1;
     if (tier_check_floor(dock_tier(s), ctx->floor, err) < 0)
         return -1;
+    /* Grants reach a container only through the broker socket, which this provider does not
+     * mount yet (a later issue); a granted run must not start as if it were isolated. */
+    if (ctx->host_api)
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                           "the docker provider does not carry host-API grants yet; nothing ran");
     if (atomic_load(&s->repointed))
         return plm_err_set(err, 0, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
                            "an image tag now points at an image this daemon did not prove at startup; nothing ran");
@@ -51,9 +56,15 @@ int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_resu
     return out->sandbox && out->isolation && out->environment && out->software_identity ? 0 : -1;
 }
 
-static struct dock_state *st(struct plm_provider *p) { return p->state; }
+static struct dock_state *st(struct plm_provider *p)
+{
+    return p->state;
+}
 
-static enum plm_tier ops_tier(struct plm_provider *p) { return dock_tier(st(p)); }
+static enum plm_tier ops_tier(struct plm_provider *p)
+{
+    return dock_tier(st(p));
+}
 
 static void ops_describe(struct plm_provider *p, struct plm_describe *d)
 {
@@ -85,9 +96,15 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     d->policy = ev ? ev->policy : "";
 }
 
-static int ops_preflight(struct plm_provider *p, struct plm_err *err) { return dock_preflight(st(p), err); }
+static int ops_preflight(struct plm_provider *p, struct plm_err *err)
+{
+    return dock_preflight(st(p), err);
+}
 
-static int ops_smoke(struct plm_provider *p, struct plm_err *err) { return dock_smoke(st(p), err); }
+static int ops_smoke(struct plm_provider *p, struct plm_err *err)
+{
+    return dock_smoke(st(p), err);
+}
 
 static int ops_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
                       struct plm_result *out, struct plm_err *err)
@@ -105,13 +122,7 @@ static void state_free(struct dock_state *s)
 {
     if (!s)
         return;
-    dock_bg_stop(s);
-    dock_pool_drain(s);
-    /* Last chance for removals dockerd refused earlier; the labelled sweep catches the rest. */
-    for (size_t i = 0; i < s->n_pending; i++) {
-        struct plm_err e = {0};
-        dock_container_remove(&s->eng, s->pending[i], 1, &e);
-    }
+    dock_bg_stop(s); /* drains the pool and the removal queue */
     free(s->pending);
     for (int k = 0; k < 2; k++) {
         for (size_t i = 0; i < s->n_env[k]; i++)
@@ -123,6 +134,8 @@ static void state_free(struct dock_state *s)
     pthread_mutex_destroy(&s->pf_run);
     pthread_mutex_destroy(&s->pool_mu);
     pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->reap_cv);
+    pthread_cond_destroy(&s->pool_cv);
     free(s);
     curl_global_cleanup();
 }
@@ -157,7 +170,8 @@ static int read_profile(const char *path, char **out, size_t *len, struct plm_er
     if (!buf || bad || n > SECCOMP_FILE_MAX) {
         free(buf);
         return plm_err_set(err, EMSGSIZE, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_DOCKER_SECCOMP: \"%s\" is unreadable or larger than %u bytes", path, SECCOMP_FILE_MAX);
+                           "SANDBOX_DOCKER_SECCOMP: \"%s\" is unreadable or larger than %u bytes", path,
+                           SECCOMP_FILE_MAX);
     }
     buf[n] = 0;
     *out = buf;
@@ -272,6 +286,8 @@ struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
+    pthread_cond_init(&s->reap_cv, &ca);
+    pthread_cond_init(&s->pool_cv, &ca);
     pthread_condattr_destroy(&ca);
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "docker provider");

@@ -77,7 +77,7 @@ static CURL *handle(const struct dock_engine *e, long timeout_ms)
     if (!c)
         return NULL;
     curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->sock);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");    /* never a proxy, whatever the environment says */
+    curl_easy_setopt(c, CURLOPT_PROXY, ""); /* never a proxy, whatever the environment says */
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* called from many threads */
@@ -111,8 +111,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
-int dock_call(const struct dock_engine *e, const char *method, const char *path, const char *json_body,
-              long timeout_ms, size_t reply_max, struct dock_reply *out, struct plm_err *err)
+int dock_call(const struct dock_engine *e, const char *method, const char *path, const char *json_body, long timeout_ms,
+              size_t reply_max, struct dock_reply *out, struct plm_err *err)
 {
     memset(out, 0, sizeof *out);
     CURL *c = handle(e, timeout_ms);
@@ -168,8 +168,8 @@ static void docker_message(const struct dock_reply *r, char *buf, size_t cap)
     json_decref(j);
 }
 
-int dock_call_json(const struct dock_engine *e, const char *method, const char *path, const char *json_body,
-                   long want, long timeout_ms, size_t reply_max, json_t **out, struct plm_err *err)
+int dock_call_json(const struct dock_engine *e, const char *method, const char *path, const char *json_body, long want,
+                   long timeout_ms, size_t reply_max, json_t **out, struct plm_err *err)
 {
     *out = NULL;
     struct dock_reply r;
@@ -206,7 +206,8 @@ static int send_all(struct dock_attach *a, const char *p, size_t n, int64_t dead
             struct pollfd pf = {a->fd, POLLOUT, 0};
             int64_t left = deadline - dock_mono_ms();
             if (left <= 0 || poll(&pf, 1, (int)left) == 0)
-                return plm_err_set(err, ETIMEDOUT, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "attach: dockerd is not reading");
+                return plm_err_set(err, ETIMEDOUT, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+                                   "attach: dockerd is not reading");
             continue;
         }
         if (cr != CURLE_OK)
@@ -264,7 +265,8 @@ int dock_attach_open(const struct dock_engine *e, const char *id, struct dock_at
             int64_t left = deadline - dock_mono_ms();
             if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
                 dock_attach_close(a);
-                return plm_err_set(err, ETIMEDOUT, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "attach: no reply from dockerd");
+                return plm_err_set(err, ETIMEDOUT, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+                                   "attach: no reply from dockerd");
             }
             continue;
         }
@@ -345,7 +347,8 @@ int dock_attach_pump(struct dock_attach *a, struct dock_io *io, int64_t deadline
                 return 1;
             }
             if (dock_mux_feed(&a->mux, buf, got, io->sink, io->ctx) < 0)
-                return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "malformed attach stream from dockerd");
+                return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                                   "malformed attach stream from dockerd");
         }
     }
 }
@@ -368,8 +371,7 @@ void dock_attach_close(struct dock_attach *a)
 
 /* ---- containers ------------------------------------------------------------------------------ */
 
-int dock_container_create(const struct dock_engine *e, const char *name, json_t *spec, char id[65],
-                          struct plm_err *err)
+int dock_container_create(const struct dock_engine *e, const char *name, json_t *spec, char id[65], struct plm_err *err)
 {
     char *body = json_dumps(spec, JSON_COMPACT);
     if (!body)
@@ -419,7 +421,8 @@ int dock_container_wait(const struct dock_engine *e, const char *id, long timeou
     json_t *we = json_object_get(j, "Error");
     int r = 0;
     if (!json_is_integer(sc) || (we && !json_is_null(we)))
-        r = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "wait for container: dockerd reported no exit status");
+        r = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                        "wait for container: dockerd reported no exit status");
     else
         *code = json_integer_value(sc);
     json_decref(j);

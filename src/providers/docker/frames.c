@@ -1,4 +1,5 @@
-/* frames.c: parsers over bytes that come from dockerd or from inside a container.
+/* frames.c: parsers over bytes that come from dockerd or from inside a container: the attach
+ * stream's framing, a snippet's end line, the runner's report frames and body.
  * Trusts: nothing. Every header field is checked before use, every length is compared with what
  * remains before it is subtracted, nothing is allocated from a length that was not capped first.
  * Invariant: a report is believed only when its header is canonical, its body is complete and
@@ -16,6 +17,8 @@
 
 void dock_bytes_add(struct dock_bytes *b, const uint8_t *p, size_t n)
 {
+    if (n == 0)
+        return;
     if (b->len >= b->max || b->oom) {
         if (n)
             b->truncated = true;
@@ -24,6 +27,8 @@ void dock_bytes_add(struct dock_bytes *b, const uint8_t *p, size_t n)
     size_t take = n < b->max - b->len ? n : b->max - b->len;
     if (take < n)
         b->truncated = true;
+    if (take == 0)
+        return;
     if (b->len + take > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + take)
@@ -85,7 +90,69 @@ int dock_mux_feed(struct dock_mux *m, const uint8_t *p, size_t n, dock_sink_fn s
     return m->bad ? -1 : 0;
 }
 
-bool dock_mux_idle(const struct dock_mux *m) { return !m->bad && m->have == 0 && m->left == 0; }
+bool dock_mux_idle(const struct dock_mux *m)
+{
+    return !m->bad && m->have == 0 && m->left == 0;
+}
+
+/* ":<status>\n" after the end marker: status 0..255 as dash prints it. */
+static bool parse_status(const uint8_t *p, size_t n, int64_t *status)
+{
+    if (n < 3 || p[0] != ':' || p[n - 1] != '\n' || n > 6)
+        return false;
+    int64_t v = 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        v = v * 10 + (p[i] - '0');
+    }
+    *status = v;
+    return v <= 255;
+}
+
+void dock_endline_feed(struct dock_endline *st, const char *end, const uint8_t *p, size_t n)
+{
+    if (st->ended || !n)
+        return;
+    size_t tot = st->hold_len + n;
+    uint8_t *w = malloc(tot);
+    if (!w) {
+        st->keep.oom = st->keep.truncated = true;
+        return;
+    }
+    memcpy(w, st->hold, st->hold_len);
+    memcpy(w + st->hold_len, p, n);
+    const uint8_t *hit = memmem(w, tot, end, DOCK_END_LEN);
+    if (hit) {
+        size_t pre = (size_t)(hit - w), rest = tot - pre;
+        dock_bytes_add(&st->keep, w, pre);
+        const uint8_t *nl = memchr(hit + DOCK_END_LEN, '\n', rest - DOCK_END_LEN);
+        if (nl) {
+            st->ended = true;
+            st->status_ok = parse_status(hit + DOCK_END_LEN, (size_t)(nl - hit) + 1 - DOCK_END_LEN, &st->status);
+            st->hold_len = 0;
+        } else if (rest <= sizeof st->hold) {
+            memmove(st->hold, hit, rest); /* the status has not fully arrived */
+            st->hold_len = rest;
+        } else {
+            st->ended = true; /* a marker followed by garbage: the guest forged it */
+            st->hold_len = 0;
+        }
+    } else {
+        size_t held = tot < DOCK_END_LEN - 1 ? tot : DOCK_END_LEN - 1;
+        dock_bytes_add(&st->keep, w, tot - held);
+        memcpy(st->hold, w + tot - held, held);
+        st->hold_len = held;
+    }
+    free(w);
+}
+
+void dock_endline_flush(struct dock_endline *st)
+{
+    if (!st->ended)
+        dock_bytes_add(&st->keep, st->hold, st->hold_len);
+    st->hold_len = 0;
+}
 
 static int hexval(uint8_t c)
 {
@@ -180,7 +247,7 @@ bool dock_report_complete(const uint8_t *out, size_t len, size_t *scan)
             return blen <= len - h - hl;
         if (len - h < RW_FRAME_HEADER_MAX && !memchr(out + h, '\n', len - h))
             return false; /* the header is still arriving */
-        *scan = h; /* malformed: look further */
+        *scan = h;        /* malformed: look further */
     }
     return false;
 }
@@ -309,8 +376,7 @@ static int decode_artifacts(struct rw_reader *r, const char *const *artifacts, s
 }
 
 int dock_report_decode(const uint8_t *body, size_t len, const char *const *steps, size_t n_steps,
-                       const char *const *artifacts, size_t n_artifacts, struct plm_project_result *pr,
-                       char **error)
+                       const char *const *artifacts, size_t n_artifacts, struct plm_project_result *pr, char **error)
 {
     memset(pr, 0, sizeof *pr);
     *error = NULL;

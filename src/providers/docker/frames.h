@@ -1,6 +1,7 @@
 /* frames.h: the byte parsers the docker provider runs over untrusted input: Docker's multiplexed
- * attach stream, the runner's report frames and the report body. Pure: no I/O, no globals; every
- * length is capped before it is used; the fuzzer (fuzz/fuzz_docker_frames.c) drives all three. */
+ * attach stream, a snippet's end line, the runner's report frames and the report body. Pure: no
+ * I/O, no globals; every length is capped before it is used; the fuzzer
+ * (fuzz/fuzz_docker_frames.c) drives all four. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +38,23 @@ int dock_mux_feed(struct dock_mux *m, const uint8_t *p, size_t n, dock_sink_fn s
 /* True at a frame boundary (a clean end of stream). */
 bool dock_mux_idle(const struct dock_mux *m);
 
+/* A snippet's stream ends with the start script's end line "<end marker>:<status>\n" (launch.c).
+ * The splitter keeps what precedes it, and holds the last DOCK_END_LEN - 1 bytes back until more
+ * arrive, so the line never reaches the kept output whatever the chunking. Bytes after it are
+ * dropped. A status that is not 0..255 (a guest that forged the marker) leaves status_ok false. */
+#define DOCK_END_PREFIX "plimsoll-ended:"
+#define DOCK_END_LEN (sizeof DOCK_END_PREFIX - 1 + 32) /* prefix, 32 hex; then ":<status>\n" */
+struct dock_endline {
+    struct dock_bytes keep;
+    uint8_t hold[DOCK_END_LEN + 24];
+    size_t hold_len;
+    bool ended, status_ok;
+    int64_t status;
+};
+void dock_endline_feed(struct dock_endline *st, const char *end, const uint8_t *p, size_t n);
+/* At the end of the stream or the deadline: what was held back is output after all. */
+void dock_endline_flush(struct dock_endline *st);
+
 /* The runner's report frames in its stdout (wire.h). */
 enum dock_report_status {
     DOCK_REPORT_NONE = 0, /* no frame tag at all */
@@ -57,6 +75,5 @@ size_t dock_report_header(char out[RW_FRAME_HEADER_MAX + 2], size_t body_len, co
  * path must be one it asked for (once), text must be UTF-8. -1 when undecodable; pr is then
  * emptied. */
 int dock_report_decode(const uint8_t *body, size_t len, const char *const *steps, size_t n_steps,
-                       const char *const *artifacts, size_t n_artifacts, struct plm_project_result *pr,
-                       char **error);
+                       const char *const *artifacts, size_t n_artifacts, struct plm_project_result *pr, char **error);
 void dock_project_result_done(struct plm_project_result *pr);

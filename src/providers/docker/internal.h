@@ -14,18 +14,17 @@
 #include "docker.h"
 #include "frames.h"
 
-#define DOCK_API "/v1.41" /* pinned: Docker 20.10+; newer daemons still serve it */
+#define DOCK_API "/v1.41"                           /* pinned: Docker 20.10+; newer daemons still serve it */
 #define DOCK_LABEL "org.plimsoll.sandbox"           /* value: the provider instance id */
 #define DOCK_LABEL_DEADLINE "org.plimsoll.deadline" /* value: unix seconds */
 #define DOCK_REAP_GRACE_S 300                       /* reaped when past deadline + 5 min */
 #define DOCK_MARKER_PREFIX "plimsoll-started:"
 #define DOCK_MARKER_LEN (sizeof DOCK_MARKER_PREFIX - 1 + 16 + 1) /* prefix, 16 hex, '\n' */
-#define DOCK_END_PREFIX "plimsoll-ended:"
-#define DOCK_END_LEN (sizeof DOCK_END_PREFIX - 1 + 32) /* prefix, 32 hex; then ":<status>\n" */
+
 #define DOCK_GUEST_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define DOCK_RUNNER_PATH "/opt/plimsoll/runner"
 #define DOCK_PROBE_PATH "/opt/plimsoll/probe"
-#define DOCK_START_MS 30000     /* a container must print its marker within this */
+#define DOCK_START_MS 30000 /* a container must print its marker within this */
 #define DOCK_POOL_MAX 8
 #define DOCK_POOL_MAX_AGE_S 300 /* a warm container older than this is replaced */
 #define DOCK_SNIPPET_DEFAULT_MS 5000u
@@ -33,7 +32,7 @@
 #define DOCK_PROJECT_DEFAULT_MS 30000u
 #define DOCK_PROJECT_MAX_MS 120000u
 #define DOCK_PROJECT_GRACE_MS 5000u
-#define DOCK_SNIPPET_STDOUT_MAX (16u * 1024 * 1024)
+#define DOCK_REAPERS 4 /* threads removing used containers in parallel */
 
 enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1 };
 
@@ -55,11 +54,11 @@ struct dock_reply {
 void dock_reply_done(struct dock_reply *r);
 /* One request; the reply body is capped at reply_max (more is an error). PLM_E_UNAVAILABLE when
  * dockerd does not answer. */
-int dock_call(const struct dock_engine *e, const char *method, const char *path, const char *json_body,
-              long timeout_ms, size_t reply_max, struct dock_reply *out, struct plm_err *err);
+int dock_call(const struct dock_engine *e, const char *method, const char *path, const char *json_body, long timeout_ms,
+              size_t reply_max, struct dock_reply *out, struct plm_err *err);
 /* The same, wanting status `want` and a JSON reply (object or array) in *out. */
-int dock_call_json(const struct dock_engine *e, const char *method, const char *path, const char *json_body,
-                   long want, long timeout_ms, size_t reply_max, json_t **out, struct plm_err *err);
+int dock_call_json(const struct dock_engine *e, const char *method, const char *path, const char *json_body, long want,
+                   long timeout_ms, size_t reply_max, json_t **out, struct plm_err *err);
 
 /* A hijacked attach connection (stdin, stdout, stderr) in Docker's multiplexed framing. */
 struct dock_attach {
@@ -160,17 +159,22 @@ struct dock_state {
     char pf_err[256];
     atomic_bool ready, runtime_verified, repointed;
 
-    /* background thread (sweep.c) */
-    pthread_t bg;
-    bool bg_started, stop;
-    pthread_cond_t cv;
+    /* background threads (sweep.c); mu guards stop, stop_reap, n_reapers, the removal queue */
+    pthread_t bg, reapers[DOCK_REAPERS];
+    int n_reapers;
+    bool bg_started, stop, stop_reap;
+    pthread_cond_t cv, reap_cv;
     char (*pending)[65];
     size_t n_pending, cap_pending;
 
-    /* warm pool (launch.c) */
+    /* warm pool (launch.c); pool_mu guards it, pool_cv announces a box or a failed fill */
     pthread_mutex_t pool_mu;
+    pthread_cond_t pool_cv;
     struct dock_box *pool[2][DOCK_POOL_MAX];
     size_t n_pool[2];
+    bool filling[2];
+    int64_t fill_started_ms[2];
+    int64_t start_avg_ms[2]; /* moving average of a cold start, create to marker */
 };
 
 enum plm_tier dock_tier(struct dock_state *s);
@@ -199,7 +203,7 @@ bool dock_marker_matches(const char *marker, const uint8_t *err, size_t len);
  * removed here and reported as an error: nothing of the caller's ran. */
 int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd, bool pooled,
                      struct dock_box **out, struct plm_err *err);
-/* Removes the container (queued for the background thread when dockerd does not answer) and
+/* Hands the container to the reapers (which remove it, retrying while dockerd is away) and
  * frees the box; NULL-safe. */
 void dock_box_release(struct dock_state *s, struct dock_box *b);
 void dock_pool_fill(struct dock_state *s);
@@ -215,17 +219,6 @@ enum dock_snip_class {
     DOCK_SNIP_LOST,        /* error: the stream or the exit status was lost */
 };
 enum dock_snip_class dock_snippet_classify(bool marked, bool deadline_passed, bool have_exit);
-/* One output stream of a snippet. The last DOCK_END_LEN - 1 bytes are held back until more
- * arrive, so that the end line never reaches the kept output, whatever the chunking. */
-struct snip_stream {
-    struct dock_bytes keep;
-    uint8_t hold[DOCK_END_LEN + 24];
-    size_t hold_len;
-    bool ended, status_ok;
-    int64_t status;
-};
-/* Feeds one stream's bytes, splitting off the end line "<end>:<status>\n" (snippet.c). */
-void dock_snippet_feed(struct snip_stream *st, const char *end, const uint8_t *p, size_t n);
 int dock_run_snippet(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
                      struct plm_result *out, struct plm_err *err);
 /* The run without the gate (validation, floor, readiness): smoke.c proves with it. */
@@ -261,5 +254,5 @@ void dock_bg_stop(struct dock_state *s);
 void dock_bg_kick(struct dock_state *s);
 /* Reaps containers carrying DOCK_LABEL whose deadline passed DOCK_REAP_GRACE_S ago. */
 int dock_sweep(struct dock_state *s, struct plm_err *err);
-/* Queues a container whose removal failed, for the background thread to retry. */
+/* Queues a container for removal by the reapers; removes it inline when none runs yet. */
 void dock_queue_removal(struct dock_state *s, const char *id);

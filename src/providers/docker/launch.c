@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../core/limits.h"
 #include "internal.h"
@@ -110,11 +111,8 @@ void dock_box_release(struct dock_state *s, struct dock_box *b)
     if (!b)
         return;
     dock_attach_close(&b->at); /* first: a guest blocked on its output must not hold removal up */
-    if (b->id[0]) {
-        struct plm_err e = {0};
-        if (dock_container_remove(&s->eng, b->id, 3, &e) < 0)
-            dock_queue_removal(s, b->id);
-    }
+    if (b->id[0])
+        dock_queue_removal(s, b->id);
     box_free(b);
 }
 
@@ -123,6 +121,7 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
 {
     static const char *const node_cmd[] = {"node", "-"};
     static const char *const runner_cmd[] = {DOCK_RUNNER_PATH};
+    bool wrapped = k == DOCK_SNIPPET && !cmd; /* node - runs under the script's end line */
     if (!cmd) {
         cmd = k == DOCK_SNIPPET ? node_cmd : runner_cmd;
         n_cmd = k == DOCK_SNIPPET ? 2 : 1;
@@ -143,7 +142,7 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
     snprintf(b->marker, sizeof b->marker, DOCK_MARKER_PREFIX "%.16s", hex);
     dock_hex(rnd + 8, 8, hex);
     snprintf(name, sizeof name, "plimsoll-%.16s", hex);
-    if (k == DOCK_SNIPPET && !cmd) {
+    if (wrapped) {
         uint8_t e[16];
         if (dock_random(e, sizeof e) < 0) {
             box_free(b);
@@ -188,8 +187,12 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
         return plm_err_wrap(err, "before its start marker");
     }
     if (!dock_marker_matches(b->marker, c.mk, c.mk_have)) {
-        /* (spec §3.4 rows 1 and 4) docker failed before our command: never a result */
+        /* (spec §3.4 rows 1 and 4) docker or the image failed before our command: never a result */
         dock_box_release(s, b);
+        if (c.mk_have == DOCK_MARKER_LEN)
+            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                               "the container wrote something else before its start marker (the image cannot run "
+                               "the start script)");
         if (r == 0)
             return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
                                "the container did not print its start marker within %d s", DOCK_START_MS / 1000);
@@ -197,6 +200,10 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
                            "the container ended before its start marker (bad image or rejected command)");
     }
     b->marked = true;
+    pthread_mutex_lock(&s->pool_mu);
+    int64_t took = dock_mono_ms() - b->created_ms, *avg = &s->start_avg_ms[k];
+    *avg = *avg ? (*avg * 7 + took) / 8 : took;
+    pthread_mutex_unlock(&s->pool_mu);
     *out = b;
     return 0;
 }
@@ -208,6 +215,20 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
     while (pooled && !cmd) {
         pthread_mutex_lock(&s->pool_mu);
         struct dock_box *b = NULL;
+        /* A refill in flight that should be ready in less than half a cold start is worth waiting
+         * for; otherwise a cold start of our own, in parallel, is sooner. */
+        int64_t avg = s->start_avg_ms[k] ? s->start_avg_ms[k] : 500;
+        int64_t wait_until = s->fill_started_ms[k] + avg + avg / 2;
+        if (s->filling[k] && wait_until - dock_mono_ms() > avg / 2 + avg / 2)
+            wait_until = 0;
+        while (!s->n_pool[k] && s->filling[k] && dock_mono_ms() < wait_until) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t ns = ts.tv_nsec + 50 * 1000000L;
+            ts.tv_sec += ns / 1000000000L;
+            ts.tv_nsec = ns % 1000000000L;
+            pthread_cond_timedwait(&s->pool_cv, &s->pool_mu, &ts);
+        }
         if (s->n_pool[k]) {
             b = s->pool[k][0];
             memmove(&s->pool[k][0], &s->pool[k][1], (s->n_pool[k] - 1) * sizeof b);
@@ -226,8 +247,9 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
         *out = b;
         return 0;
     }
-    int64_t label = dock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
-                    (k == DOCK_PROJECT ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000 : DOCK_SNIPPET_MAX_MS / 1000);
+    int64_t label =
+        dock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
+        (k == DOCK_PROJECT ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000 : DOCK_SNIPPET_MAX_MS / 1000);
     return cold_start(s, k, cmd, n_cmd, label, out, err);
 }
 
@@ -244,27 +266,32 @@ void dock_pool_fill(struct dock_state *s)
                 memmove(&s->pool[k][0], &s->pool[k][1], (s->n_pool[k] - 1) * sizeof old);
                 s->n_pool[k]--;
             }
-            bool want = (int)s->n_pool[k] < s->warm[k];
+            bool want = (int)s->n_pool[k] < s->warm[k] && atomic_load(&s->ready) && !atomic_load(&s->repointed);
+            s->filling[k] = want && !old;
+            s->fill_started_ms[k] = dock_mono_ms();
             pthread_mutex_unlock(&s->pool_mu);
             if (old) {
                 dock_box_release(s, old);
                 continue;
             }
-            if (!want || !atomic_load(&s->ready) || atomic_load(&s->repointed))
+            if (!want)
                 break;
             struct dock_box *b = NULL;
             struct plm_err e = {0};
             int64_t label = dock_unix_ms() / 1000 + DOCK_POOL_MAX_AGE_S + DOCK_START_MS / 1000 +
                             (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000;
-            if (cold_start(s, (enum dock_kind)k, NULL, 0, label, &b, &e) < 0)
-                break; /* dockerd trouble: the next tick tries again */
+            int r = cold_start(s, (enum dock_kind)k, NULL, 0, label, &b, &e);
             pthread_mutex_lock(&s->pool_mu);
-            if ((int)s->n_pool[k] < s->warm[k] && s->n_pool[k] < DOCK_POOL_MAX) {
+            s->filling[k] = false;
+            if (r == 0 && (int)s->n_pool[k] < s->warm[k] && s->n_pool[k] < DOCK_POOL_MAX) {
                 s->pool[k][s->n_pool[k]++] = b;
                 b = NULL;
             }
+            pthread_cond_broadcast(&s->pool_cv);
             pthread_mutex_unlock(&s->pool_mu);
             dock_box_release(s, b);
+            if (r < 0)
+                break; /* dockerd trouble: the next tick tries again */
         }
     }
 }

@@ -38,48 +38,87 @@ static char *tmpfs_opts(uint32_t mb, bool work)
     return s;
 }
 
+/* json_object_set_new() takes v even on failure (and fails on a NULL o), so a failed allocation
+ * anywhere only clears *ok and leaks nothing. */
+static void set(json_t *o, const char *k, json_t *v, bool *ok)
+{
+    if (!v || json_object_set_new(o, k, v) < 0)
+        *ok = false;
+}
+
 json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *image_id, const char *const *argv,
                   size_t argc, int64_t deadline_unix_s, const char *instance)
 {
+    bool ok = true;
     char user[32], deadline[24];
     snprintf(user, sizeof user, "%u:%u", l->uid, l->uid);
     snprintf(deadline, sizeof deadline, "%lld", (long long)deadline_unix_s);
     json_int_t mem = (json_int_t)l->memory_mb * 1024 * 1024;
     char *t_tmp = tmpfs_opts(l->tmp_mb, false), *t_shm = tmpfs_opts(l->shm_mb, false),
          *t_work = tmpfs_opts(l->work_mb, true), *seccomp = NULL;
-    json_t *sec = json_array();
-    json_array_append_new(sec, json_string("no-new-privileges"));
+
+    json_t *h = json_object();
+    if (!h)
+        ok = false;
+    set(h, "NetworkMode", json_string("none"), &ok);
+    set(h, "ReadonlyRootfs", json_true(), &ok);
+    set(h, "CapDrop", json_pack("[s]", "ALL"), &ok);
+    json_t *sec = json_pack("[s]", "no-new-privileges");
     if (l->seccomp) {
         /* The Engine API wants the profile's JSON text itself, not a path. */
         if (asprintf(&seccomp, "seccomp=%s", l->seccomp) < 0)
             seccomp = NULL;
-        json_array_append_new(sec, seccomp ? json_string(seccomp) : NULL);
+        if (!seccomp || !sec || json_array_append_new(sec, json_string(seccomp)) < 0)
+            ok = false;
     }
+    set(h, "SecurityOpt", sec, &ok);
+    set(h, "Memory", json_integer(mem), &ok);
+    set(h, "MemorySwap", json_integer(mem), &ok); /* = Memory: no swap */
+    set(h, "PidsLimit", json_integer((json_int_t)l->pids), &ok);
+    set(h, "NanoCpus", json_integer((json_int_t)(l->cpus * 1e9 + 0.5)), &ok);
     json_t *tmpfs = json_object();
-    json_object_set_new(tmpfs, "/tmp", t_tmp ? json_string(t_tmp) : NULL);
-    json_object_set_new(tmpfs, "/dev/shm", t_shm ? json_string(t_shm) : NULL);
+    set(tmpfs, "/tmp", t_tmp ? json_string(t_tmp) : NULL, &ok);
+    set(tmpfs, "/dev/shm", t_shm ? json_string(t_shm) : NULL, &ok);
     /* An empty read-only tmpfs hides the IPC namespace's mqueue fs, which dockerd mounts world-
      * writable (1777): the writable set is then exactly /tmp, /dev/shm (and /work). */
-    json_object_set_new(tmpfs, "/dev/mqueue", json_string("ro,noexec,nosuid,nodev,size=4k"));
+    set(tmpfs, "/dev/mqueue", json_string("ro,noexec,nosuid,nodev,size=4k"), &ok);
     if (k == DOCK_PROJECT)
-        json_object_set_new(tmpfs, "/work", t_work ? json_string(t_work) : NULL);
-    json_t *host = json_pack(
-        "{s:s, s:b, s:[s], s:o, s:I, s:I, s:I, s:I, s:o, s:[o,o], s:s, s:{s:s, s:{}}, s:s, s:b, s:b, s:b, s:{s:s}}",
-        "NetworkMode", "none", "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt", sec, "Memory", mem,
-        "MemorySwap", mem, "PidsLimit", (json_int_t)l->pids, "NanoCpus", (json_int_t)(l->cpus * 1e9 + 0.5),
-        "Tmpfs", tmpfs, "Ulimits", ulimit("core", 0), ulimit("nofile", 4096), "IpcMode", "private", "LogConfig",
-        "Type", "none", "Config", "Runtime", l->runtime, "Privileged", 0, "Init", 0, "AutoRemove", 0,
-        "RestartPolicy", "Name", "no");
-    json_t *spec = host ? json_pack("{s:s, s:[s], s:o, s:[], s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:{s:[s]},"
-                                    " s:{s:s, s:s}, s:s, s:o}",
-                                    "Image", image_id, "Entrypoint", "/usr/bin/env", "Cmd", strings(argv, argc),
-                                    "Env", "User", user, "WorkingDir", "/",
-                                    "AttachStdin", 1, "AttachStdout", 1, "AttachStderr", 1, "OpenStdin", 1,
-                                    "StdinOnce", 1, "Tty", 0, "NetworkDisabled", 1, "Healthcheck", "Test", "NONE",
-                                    "Labels", DOCK_LABEL, instance, DOCK_LABEL_DEADLINE, deadline, "StopSignal",
-                                    "SIGKILL", "HostConfig", host)
-                      : NULL;
+        set(tmpfs, "/work", t_work ? json_string(t_work) : NULL, &ok);
+    set(h, "Tmpfs", tmpfs, &ok);
+    set(h, "Ulimits", json_pack("[o,o]", ulimit("core", 0), ulimit("nofile", 4096)), &ok);
+    set(h, "IpcMode", json_string("private"), &ok);
+    set(h, "LogConfig", json_pack("{s:s, s:{}}", "Type", "none", "Config"), &ok);
+    set(h, "Runtime", json_string(l->runtime), &ok);
+    set(h, "Privileged", json_false(), &ok);
+    set(h, "Init", json_false(), &ok);
+    set(h, "AutoRemove", json_false(), &ok); /* we remove, after reading the result */
+    set(h, "RestartPolicy", json_pack("{s:s}", "Name", "no"), &ok);
+
+    json_t *spec = json_object();
+    if (!spec)
+        ok = false;
+    set(spec, "Image", json_string(image_id), &ok); /* the content ID preflight verified */
+    set(spec, "Entrypoint", json_pack("[s]", "/usr/bin/env"), &ok);
+    set(spec, "Cmd", strings(argv, argc), &ok);
+    set(spec, "Env", json_array(), &ok);
+    set(spec, "User", json_string(user), &ok);
+    set(spec, "WorkingDir", json_string("/"), &ok);
+    set(spec, "AttachStdin", json_true(), &ok);
+    set(spec, "AttachStdout", json_true(), &ok);
+    set(spec, "AttachStderr", json_true(), &ok);
+    set(spec, "OpenStdin", json_true(), &ok);
+    set(spec, "StdinOnce", json_true(), &ok);
+    set(spec, "Tty", json_false(), &ok);
+    set(spec, "NetworkDisabled", json_true(), &ok);
+    set(spec, "Healthcheck", json_pack("{s:[s]}", "Test", "NONE"), &ok);
+    set(spec, "Labels", json_pack("{s:s, s:s}", DOCK_LABEL, instance, DOCK_LABEL_DEADLINE, deadline), &ok);
+    set(spec, "StopSignal", json_string("SIGKILL"), &ok);
+    set(spec, "HostConfig", h, &ok);
     free(t_tmp), free(t_shm), free(t_work), free(seccomp);
+    if (!ok) {
+        json_decref(spec);
+        return NULL;
+    }
     return spec;
 }
 
@@ -136,19 +175,25 @@ int dock_seccomp_check(const char *text, size_t len, size_t *allowed, struct plm
         r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: no syscalls list");
     size_t i;
     json_t *rule;
-    json_array_foreach(calls, i, rule) {
+    json_array_foreach(calls, i, rule)
+    {
         if (r)
             break;
         json_t *names = json_object_get(rule, "names");
         const char *act = json_string_value(json_object_get(rule, "action"));
         if (!json_is_array(names) || !act) {
-            r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: rule %zu lacks names or action", i);
+            r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: rule %zu lacks names or action",
+                            i);
             break;
         }
         size_t k;
         json_t *nm;
-        json_array_foreach(names, k, nm) if (!json_is_string(nm))
-            r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: rule %zu: a name is not a string", i);
+        json_array_foreach(names, k, nm)
+        {
+            if (!json_is_string(nm))
+                r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                                "seccomp profile: rule %zu: a name is not a string", i);
+        }
         if (!strcmp(act, "SCMP_ACT_ALLOW"))
             *allowed += json_array_size(names);
     }
@@ -210,7 +255,8 @@ int dock_guest_uid(const char *text, const char *passwd, const char *group, uint
     if (in_band(u) || in_band(u + 1))
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
                            "SANDBOX_GUEST_UID=%u: it or %u lies in a systemd-reserved band "
-                           "(60001-60513, 60578-60705, 61184-65519)", u, u + 1);
+                           "(60001-60513, 60578-60705, 61184-65519)",
+                           u, u + 1);
     for (uint32_t c = u; c <= u + 1; c++) {
         bool in_passwd, in_group;
         if (id_listed(passwd, c, 2, 3, &in_passwd, err) < 0 || id_listed(group, c, 2, -1, &in_group, err) < 0)
@@ -218,7 +264,8 @@ int dock_guest_uid(const char *text, const char *passwd, const char *group, uint
         if (in_passwd || in_group)
             return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
                                "SANDBOX_GUEST_UID=%u: id %u exists on this host (%s); a guest must not share an "
-                               "identity with a host account", u, c, in_passwd ? passwd : group);
+                               "identity with a host account",
+                               u, c, in_passwd ? passwd : group);
     }
     *uid = u;
     return 0;

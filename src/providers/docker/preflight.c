@@ -32,12 +32,14 @@ int dock_parse_host(const char *h, char sock[108], struct plm_err *err)
     if (!path || path[0] != '/')
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
                            "DOCKER_HOST=\"%s\" names a remote daemon; only a local unix socket "
-                           "(unix:///path or /path) is accepted", h);
+                           "(unix:///path or /path) is accepted",
+                           h);
     if (strlen(path) >= 108)
         return plm_err_set(err, ENAMETOOLONG, PLM_E_INVALID, PLM_REFUSAL_NONE, "DOCKER_HOST: socket path too long");
     for (const char *p = path; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '?' || *p == '#')
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "DOCKER_HOST: bad character in the socket path");
+            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                               "DOCKER_HOST: bad character in the socket path");
     snprintf(sock, 108, "%s", path);
     return 0;
 }
@@ -54,8 +56,8 @@ int dock_ref_check(const char *what, const char *ref, struct plm_err *err)
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "%s=\"%s\" starts with '-'", what, ref);
     for (const char *p = ref; *p; p++) {
         char c = *p;
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                  c == '_' || c == '-' || c == '/' || c == ':' || c == '@';
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                  c == '-' || c == '/' || c == ':' || c == '@';
         if (!ok)
             return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
                                "%s=\"%s\": only [A-Za-z0-9._/:@-] may appear in an image reference", what, ref);
@@ -194,7 +196,8 @@ static int check_daemon(struct dock_state *s, int64_t deadline, struct observed 
         return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "dockerd on %s answered /_ping with HTTP %ld",
                            s->eng.sock, st);
     json_t *info;
-    if (dock_call_json(&s->eng, "GET", DOCK_API "/info", NULL, 200, budget(deadline, 5000), 1024 * 1024, &info, err) < 0)
+    if (dock_call_json(&s->eng, "GET", DOCK_API "/info", NULL, 200, budget(deadline, 5000), 1024 * 1024, &info, err) <
+        0)
         return plm_err_wrap(err, "docker info");
     copy_json_str(o->docker_version, sizeof o->docker_version, json_object_get(info, "ServerVersion"));
     copy_json_str(o->cgroup_version, sizeof o->cgroup_version, json_object_get(info, "CgroupVersion"));
@@ -224,7 +227,8 @@ static int check_daemon(struct dock_state *s, int64_t deadline, struct observed 
         return plm_err_wrap(err, "docker version");
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(ver, "Components"), i, c) {
+    json_array_foreach(json_object_get(ver, "Components"), i, c)
+    {
         const char *name = json_string_value(json_object_get(c, "Name"));
         if (name && !strcmp(name, "runc"))
             copy_json_str(o->runc_version, sizeof o->runc_version, json_object_get(c, "Version"));

@@ -13,7 +13,10 @@
 #include "../../core/limits.h"
 #include "internal.h"
 
-static char *dup_s(const char *s) { return strdup(s); }
+static char *dup_s(const char *s)
+{
+    return strdup(s);
+}
 
 int dock_project_outcome(const struct dock_project_end *e, struct plm_project_result *pr, struct plm_err *err)
 {
@@ -27,7 +30,8 @@ int dock_project_outcome(const struct dock_project_end *e, struct plm_project_re
         pr->outcome = PLM_OUTCOME_TIMED_OUT;
         detail = "run exceeded the time budget";
     } else if (e->report == DOCK_REPORT_NONE && !e->marked) {
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "project: docker failed before the runner started");
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "project: docker failed before the runner started");
     } else if (e->report == DOCK_REPORT_NONE) {
         dock_project_result_done(pr);
         pr->outcome = PLM_OUTCOME_PROTOCOL_ERROR;
@@ -114,7 +118,8 @@ int dock_plan_encode(const uint8_t key[RW_KEY_LEN], uint32_t step_timeout_ms, co
             need = SIZE_MAX;
     if (need > RW_KEY_LEN + RW_PLAN_MAX || req->project.n_files > RW_FILES_MAX || req->project.n_steps > RW_STEPS_MAX ||
         req->project.n_steps == 0 || req->project.n_artifacts > RW_ARTIFACTS_MAX)
-        return plm_err_set(err, EMSGSIZE, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "project plan exceeds the runner's limits");
+        return plm_err_set(err, EMSGSIZE, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
+                           "project plan exceeds the runner's limits");
     struct plan pl = {.p = malloc(need), .cap = need};
     if (!pl.p)
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
@@ -157,7 +162,10 @@ static void proj_sink(void *ctx, int stream, const uint8_t *p, size_t n)
 }
 
 /* The runner exits right after its report: stop reading then, not when dockerd notices. */
-static bool proj_done(void *ctx) { return ((struct proj_io *)ctx)->complete; }
+static bool proj_done(void *ctx)
+{
+    return ((struct proj_io *)ctx)->complete;
+}
 
 int dock_run_project(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
                      struct plm_result *out, struct plm_err *err)
@@ -189,8 +197,8 @@ int dock_project_exec(struct dock_state *s, uint32_t timeout, const struct plm_r
     }
     struct proj_io c = {.out = {.max = RW_STDOUT_MAX}, .err = {.max = LIM_OUTPUT_MAX}};
     proj_sink(&c, DOCK_STDOUT, b->early_out.data, b->early_out.len);
-    struct dock_io io = {.in = plan, .in_len = plan_len, .close_in = true, .sink = proj_sink, .stop = proj_done,
-                         .ctx = &c};
+    struct dock_io io = {
+        .in = plan, .in_len = plan_len, .close_in = true, .sink = proj_sink, .stop = proj_done, .ctx = &c};
     int r = dock_attach_pump(&b->at, &io, dock_mono_ms() + timeout + DOCK_PROJECT_GRACE_MS, err);
     struct dock_project_end e = {.marked = true, .deadline_passed = r == 0 && !c.complete};
     e.have_exit = r == 1 && dock_container_wait(&s->eng, b->id, 10000, &e.exit_code, err) == 0;
@@ -210,8 +218,8 @@ int dock_project_exec(struct dock_state *s, uint32_t timeout, const struct plm_r
     char *setup_error = NULL;
     struct plm_project_result pr = {0};
     if (e.report == DOCK_REPORT_OK && !e.deadline_passed) {
-        e.decoded = dock_report_decode(body, body_len, req->project.steps, req->project.n_steps,
-                                       req->project.artifacts, req->project.n_artifacts, &pr, &setup_error) == 0;
+        e.decoded = dock_report_decode(body, body_len, req->project.steps, req->project.n_steps, req->project.artifacts,
+                                       req->project.n_artifacts, &pr, &setup_error) == 0;
         e.error = setup_error;
         for (size_t i = 0; e.decoded && i < pr.n_steps && !e.timed_out_step; i++)
             if (pr.steps[i].timed_out)

@@ -58,7 +58,10 @@ static const char *kv(const struct kvs *o, const char *k)
     return "missing";
 }
 
-static bool failed(const char *v) { return strcmp(v, "ok") != 0 && strcmp(v, "missing") != 0; }
+static bool failed(const char *v)
+{
+    return strcmp(v, "ok") != 0 && strcmp(v, "missing") != 0;
+}
 
 /* ---- host side: the container's cgroup -------------------------------------------------------- */
 
@@ -151,14 +154,14 @@ static bool probe_done(void *ctx)
     return c->out.len && memmem(c->out.data, c->out.len, "probe-done=1\n", 13);
 }
 
-#define CHECK(ev, name, expected, ok, ...)                                                                         \
-    do {                                                                                                           \
-        if (ev_add_check(ev, name, expected, ok, __VA_ARGS__) < 0)                                                 \
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");                     \
+#define CARD(ev, name, expected, ok, ...)                                                                              \
+    do {                                                                                                               \
+        if (ev_add_check(ev, name, expected, ok, __VA_ARGS__) < 0)                                                     \
+            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");                        \
     } while (0)
 
-static int judge_tmpfs(struct dock_state *s, const struct kvs *o, const char *dir, uint32_t mb,
-                       struct plm_evidence *ev, struct plm_err *err)
+static int judge_tmpfs(struct dock_state *s, const struct kvs *o, const char *dir, uint32_t mb, struct plm_evidence *ev,
+                       struct plm_err *err)
 {
     char k[96], name[64], want[128], size_opt[32];
     snprintf(k, sizeof k, "tmpfs_size.%s", dir);
@@ -178,19 +181,42 @@ static int judge_tmpfs(struct dock_state *s, const struct kvs *o, const char *di
     snprintf(name, sizeof name, "probe.tmpfs.%s", dir);
     snprintf(want, sizeof want, "%u MiB, noexec%s, a written script cannot run", mb,
              s->runsc ? " (gVisor does not list nosuid)" : ", nosuid");
-    CHECK(ev, name, want, ok, "size %s, exec %s, mountinfo %.90s", size, exec, opts);
+    CARD(ev, name, want, ok, "size %s, exec %s, mountinfo %.90s", size, exec, opts);
     return 0;
 }
 
 static const char *const escape_calls[] = {
-    "ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "userfaultfd", "perf_event_open", "bpf",
-    "keyctl", "add_key", "request_key", "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "kexec_load",
-    "init_module", "finit_module", "reboot", "swapon", "modify_ldt", "name_to_handle_at", "open_by_handle_at", "clone3",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "io_uring_setup",
+    "userfaultfd",
+    "perf_event_open",
+    "bpf",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "kexec_load",
+    "init_module",
+    "finit_module",
+    "reboot",
+    "swapon",
+    "modify_ldt",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "clone3",
 };
 /* Under runsc these are answered by gVisor's Sentry, inside the sandbox, never by the host kernel. */
-static const char *const sentry_calls[] = {"ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup",
-                                           "userfaultfd", "perf_event_open", "keyctl", "add_key", "request_key",
-                                           "unshare", "setns", "clone3", "name_to_handle_at", "open_by_handle_at"};
+static const char *const sentry_calls[] = {
+    "ptrace",          "process_vm_readv", "process_vm_writev", "io_uring_setup",   "userfaultfd",
+    "perf_event_open", "keyctl",           "add_key",           "request_key",      "unshare",
+    "setns",           "clone3",           "name_to_handle_at", "open_by_handle_at"};
 
 static int judge_probe(struct dock_state *s, const struct kvs *o, const struct host_cg *h, struct plm_evidence *ev,
                        struct plm_err *err)
@@ -198,62 +224,67 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
     const struct dock_lockdown *l = &s->lock;
     char u[64], want[128];
     const char *rw = kv(o, "root_write"), *rm = kv(o, "root_mkdir");
-    CHECK(ev, "probe.rootfs", "read-only: creating a file or a directory at / fails", failed(rw) && failed(rm) &&
-          (!strcmp(rw, "EROFS") || !strcmp(rm, "EROFS")), "create %s, mkdir %s", rw, rm);
+    CARD(ev, "probe.rootfs", "read-only: creating a file or a directory at / fails",
+         failed(rw) && failed(rm) && (!strcmp(rw, "EROFS") || !strcmp(rm, "EROFS")), "create %s, mkdir %s", rw, rm);
     const char *ifs = kv(o, "ifaces"), *inet = kv(o, "sock.inet"), *conn = kv(o, "connect.inet");
     bool net_ok = !strcmp(ifs, "lo") && (s->runsc ? failed(conn) : failed(inet) && failed(kv(o, "sock.inet6")));
-    CHECK(ev, "probe.network", s->runsc ? "interfaces exactly lo; 1.1.1.1 unreachable" : "interfaces exactly lo; AF_INET refused",
-          net_ok, "interfaces %s; AF_INET %s, connect %s", ifs, inet, conn);
-    CHECK(ev, "probe.sockets", s->runsc ? "AF_PACKET refused; AF_UNIX works" : "AF_PACKET, AF_NETLINK refused; AF_UNIX works",
-          failed(kv(o, "sock.packet")) && (s->runsc || failed(kv(o, "sock.netlink"))) && !strcmp(kv(o, "sock.unix"), "ok"),
-          "packet %s, netlink %s, unix %s", kv(o, "sock.packet"), kv(o, "sock.netlink"), kv(o, "sock.unix"));
+    CARD(ev, "probe.network",
+         s->runsc ? "interfaces exactly lo; 1.1.1.1 unreachable" : "interfaces exactly lo; AF_INET refused", net_ok,
+         "interfaces %s; AF_INET %s, connect %s", ifs, inet, conn);
+    CARD(ev, "probe.sockets",
+         s->runsc ? "AF_PACKET refused; AF_UNIX works" : "AF_PACKET, AF_NETLINK refused; AF_UNIX works",
+         failed(kv(o, "sock.packet")) && (s->runsc || failed(kv(o, "sock.netlink"))) &&
+             !strcmp(kv(o, "sock.unix"), "ok"),
+         "packet %s, netlink %s, unix %s", kv(o, "sock.packet"), kv(o, "sock.netlink"), kv(o, "sock.unix"));
     snprintf(u, sizeof u, "%u,%u,%u,%u", l->uid, l->uid, l->uid, l->uid);
     char g1[16];
     snprintf(g1, sizeof g1, "%u", l->uid);
     const char *groups = kv(o, "groups");
     snprintf(want, sizeof want, "uid, gid and groups all %u", l->uid);
-    CHECK(ev, "probe.identity", want,
-          !strcmp(kv(o, "uid"), u) && !strcmp(kv(o, "gid"), u) && (!strcmp(groups, g1) || !*groups),
-          "uid %s gid %s groups %s", kv(o, "uid"), kv(o, "gid"), groups);
+    CARD(ev, "probe.identity", want,
+         !strcmp(kv(o, "uid"), u) && !strcmp(kv(o, "gid"), u) && (!strcmp(groups, g1) || !*groups),
+         "uid %s gid %s groups %s", kv(o, "uid"), kv(o, "gid"), groups);
     const char *caps[] = {"capinh", "capprm", "capeff", "capbnd", "capamb"};
     bool nocaps = true;
     for (size_t i = 0; i < 5; i++)
-        nocaps = nocaps && (!strcmp(kv(o, caps[i]), "0000000000000000") || (s->runsc && !strcmp(kv(o, caps[i]), "unavailable")));
-    CHECK(ev, "probe.privileges", s->runsc ? "no capabilities" : "no capabilities; no_new_privs set",
-          nocaps && (s->runsc || !strcmp(kv(o, "nonewprivs"), "1")), "CapEff %s CapBnd %s NoNewPrivs %s",
-          kv(o, "capeff"), kv(o, "capbnd"), kv(o, "nonewprivs"));
+        nocaps = nocaps &&
+                 (!strcmp(kv(o, caps[i]), "0000000000000000") || (s->runsc && !strcmp(kv(o, caps[i]), "unavailable")));
+    CARD(ev, "probe.privileges", s->runsc ? "no capabilities" : "no capabilities; no_new_privs set",
+         nocaps && (s->runsc || !strcmp(kv(o, "nonewprivs"), "1")), "CapEff %s CapBnd %s NoNewPrivs %s",
+         kv(o, "capeff"), kv(o, "capbnd"), kv(o, "nonewprivs"));
     char host_rel[128];
     ev_kernel_release(host_rel, sizeof host_rel);
     if (s->runsc) {
         /* The kernel tier's own proof: the guest's syscalls reach gVisor's Sentry, not this kernel. */
         const char *rel = kv(o, "uname_release");
-        CHECK(ev, "probe.kernel", "gVisor answers: guest release differs from the host's; syslog names gVisor",
-              strcmp(rel, host_rel) != 0 && !strcmp(kv(o, "syslog"), "gVisor"), "guest %s, host %s, syslog %s", rel,
-              host_rel, kv(o, "syslog"));
+        CARD(ev, "probe.kernel", "gVisor answers: guest release differs from the host's; syslog names gVisor",
+             strcmp(rel, host_rel) != 0 && !strcmp(kv(o, "syslog"), "gVisor"), "guest %s, host %s, syslog %s", rel,
+             host_rel, kv(o, "syslog"));
     } else {
-        CHECK(ev, "probe.seccomp", "seccomp filter mode 2; syslog refused", !strcmp(kv(o, "seccomp"), "2") &&
-              failed(kv(o, "syslog")), "Seccomp %s, syslog %s", kv(o, "seccomp"), kv(o, "syslog"));
+        CARD(ev, "probe.seccomp", "seccomp filter mode 2; syslog refused",
+             !strcmp(kv(o, "seccomp"), "2") && failed(kv(o, "syslog")), "Seccomp %s, syslog %s", kv(o, "seccomp"),
+             kv(o, "syslog"));
     }
-    CHECK(ev, "probe.rlimits", "core 0:0, nofile 4096:4096",
-          !strcmp(kv(o, "rlimit_core"), "0:0") && !strcmp(kv(o, "rlimit_nofile"), "4096:4096"), "core %s, nofile %s",
-          kv(o, "rlimit_core"), kv(o, "rlimit_nofile"));
+    CARD(ev, "probe.rlimits", "core 0:0, nofile 4096:4096",
+         !strcmp(kv(o, "rlimit_core"), "0:0") && !strcmp(kv(o, "rlimit_nofile"), "4096:4096"), "core %s, nofile %s",
+         kv(o, "rlimit_core"), kv(o, "rlimit_nofile"));
     char want_pids[16], want_mem[32];
     snprintf(want_pids, sizeof want_pids, "%u", l->pids);
     snprintf(want_mem, sizeof want_mem, "%llu", (unsigned long long)l->memory_mb * 1024 * 1024);
     const char *in_pids = kv(o, "pids_max");
     snprintf(want, sizeof want, "pids.max %u in the host cgroup named by the container ID%s", l->pids,
              s->runsc ? "" : " and inside");
-    CHECK(ev, "probe.pids", want, !strcmp(h->pids, want_pids) && (s->runsc || !strcmp(in_pids, want_pids)),
-          "host %s, inside %s", h->pids, in_pids);
+    CARD(ev, "probe.pids", want, !strcmp(h->pids, want_pids) && (s->runsc || !strcmp(in_pids, want_pids)),
+         "host %s, inside %s", h->pids, in_pids);
     bool v2 = !strcmp(s->cgroup_version, "2");
     bool swap_ok = v2 ? !strcmp(h->memsw, "0") : (!strcmp(h->memsw, want_mem) || !strcmp(h->memsw, "unreadable"));
     snprintf(want, sizeof want, "memory limit %u MiB, no swap (host cgroup)", l->memory_mb);
-    CHECK(ev, "probe.memory", want, !strcmp(h->mem, want_mem) && swap_ok, "limit %s, with swap %s", h->mem, h->memsw);
+    CARD(ev, "probe.memory", want, !strcmp(h->mem, want_mem) && swap_ok, "limit %s, with swap %s", h->mem, h->memsw);
     long long q = strtoll(h->quota, NULL, 10), p = strtoll(h->period, NULL, 10);
     double cpus = p > 0 ? (double)q / (double)p : 0;
     snprintf(want, sizeof want, "CPU quota %.3g CPUs (host cgroup)", l->cpus);
-    CHECK(ev, "probe.cpu", want, p > 0 && cpus > l->cpus - 0.001 && cpus < l->cpus + 0.001, "quota %s / period %s",
-          h->quota, h->period);
+    CARD(ev, "probe.cpu", want, p > 0 && cpus > l->cpus - 0.001 && cpus < l->cpus + 0.001, "quota %s / period %s",
+         h->quota, h->period);
     if (judge_tmpfs(s, o, "/tmp", l->tmp_mb, ev, err) < 0 || judge_tmpfs(s, o, "/dev/shm", l->shm_mb, ev, err) < 0 ||
         judge_tmpfs(s, o, "/work", l->work_mb, ev, err) < 0)
         return -1;
@@ -265,7 +296,7 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
     char *save = NULL;
     for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save), n++)
         w_ok = w_ok && (!strcmp(t, "/tmp") || !strcmp(t, "/dev/shm") || !strcmp(t, "/work"));
-    CHECK(ev, "probe.writable", "writable mounts exactly /tmp, /dev/shm, /work", w_ok && n == 3, "%s", w);
+    CARD(ev, "probe.writable", "writable mounts exactly /tmp, /dev/shm, /work", w_ok && n == 3, "%s", w);
     /* Escape syscalls, made with arguments that would succeed if allowed. */
     char allowed[160] = "", sentry[160] = "";
     size_t n_fail = 0, n_host = 0;
@@ -290,12 +321,12 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
     size_t total = sizeof escape_calls / sizeof *escape_calls;
     if (s->runsc) {
         snprintf(want, sizeof want, "the %zu host-level calls fail; process-level ones stay inside gVisor", n_host);
-        CHECK(ev, "probe.escape_syscalls", want, !*allowed, "%zu/%zu failed; allowed: %s; served by gVisor: %.80s",
-              n_fail, total, *allowed ? allowed : "none", *sentry ? sentry : "none");
+        CARD(ev, "probe.escape_syscalls", want, !*allowed, "%zu/%zu failed; allowed: %s; served by gVisor: %.80s",
+             n_fail, total, *allowed ? allowed : "none", *sentry ? sentry : "none");
     } else {
         snprintf(want, sizeof want, "all %zu fail (ptrace ... clone3; seccomp and no capabilities)", total);
-        CHECK(ev, "probe.escape_syscalls", want, n_fail == total, "%zu/%zu failed; allowed: %s", n_fail, total,
-              *allowed ? allowed : "none");
+        CARD(ev, "probe.escape_syscalls", want, n_fail == total, "%zu/%zu failed; allowed: %s", n_fail, total,
+             *allowed ? allowed : "none");
     }
     return 0;
 }
@@ -315,8 +346,8 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
     json_t *ins = NULL;
     if (r >= 0 && probe_done(&c) && dock_container_inspect(&s->eng, b->id, &ins, err) == 0) {
         json_t *pid = json_object_get(json_object_get(ins, "State"), "Pid");
-        host_limits(json_is_integer(pid) ? (long)json_integer_value(pid) : 0, b->id,
-                    !strcmp(s->cgroup_version, "2"), &h);
+        host_limits(json_is_integer(pid) ? (long)json_integer_value(pid) : 0, b->id, !strcmp(s->cgroup_version, "2"),
+                    &h);
     }
     json_decref(ins);
     bool done = probe_done(&c);
@@ -368,11 +399,11 @@ static int run_snippet(struct dock_state *s, struct plm_evidence *ev, struct plm
     int rc = 0;
     if (ev_add_check(ev, "snippet.run", "node - prints plimsoll-snippet-ok, exit 0", ran, "exit %d%s", res.js.exit_code,
                      j ? "" : ", no marker line") < 0 ||
-        ev_add_check(ev, "snippet.lockdown", "snippet image: uid as configured, / read-only, writable /dev/shm,/tmp, lo",
-                     ran && root && strcmp(root, "ok") && u && !strcmp(u, uid) && w && !strcmp(w, "/dev/shm,/tmp") &&
-                         ifs && !strcmp(ifs, "lo"),
-                     "root %s uid %s writable %s ifaces %s", root ? root : "?", u ? u : "?", w ? w : "?",
-                     ifs ? ifs : "?") < 0)
+        ev_add_check(
+            ev, "snippet.lockdown", "snippet image: uid as configured, / read-only, writable /dev/shm,/tmp, lo",
+            ran && root && strcmp(root, "ok") && u && !strcmp(u, uid) && w && !strcmp(w, "/dev/shm,/tmp") && ifs &&
+                !strcmp(ifs, "lo"),
+            "root %s uid %s writable %s ifaces %s", root ? root : "?", u ? u : "?", w ? w : "?", ifs ? ifs : "?") < 0)
         rc = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
     json_decref(j);
     plm_result_done(&res);
@@ -382,7 +413,8 @@ static int run_snippet(struct dock_state *s, struct plm_evidence *ev, struct plm
 static const char key_probe_step[] =
     "for p in /proc/1/mem /proc/1/fd/0 /proc/1/fd/1; do if (exec 3<\"$p\") 2>/dev/null; then echo \"read $p ok\"; "
     "else echo \"read $p denied\"; fi; done; "
-    "if (exec 3>/proc/1/fd/1) 2>/dev/null; then echo 'write /proc/1/fd/1 ok'; else echo 'write /proc/1/fd/1 denied'; fi; "
+    "if (exec 3>/proc/1/fd/1) 2>/dev/null; then echo 'write /proc/1/fd/1 ok'; else echo 'write /proc/1/fd/1 denied'; "
+    "fi; "
     "printf '\\n<<<PLIMSOLL_REPORT_V2>>> 2 %064d\\n{}' 0; printf '\\000\\001\\002\\377' > out.bin";
 
 static int run_project(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err)
@@ -390,9 +422,9 @@ static int run_project(struct dock_state *s, struct plm_evidence *ev, struct plm
     const struct plm_file files[] = {{"src/main.js", "console.log('sum', 2 + 3, process.version)\n"}};
     const char *steps[] = {"node src/main.js", key_probe_step};
     const char *arts[] = {"out.bin", "missing.txt"};
-    struct plm_request req = {.kind = PLM_KIND_PROJECT,
-                              .project = {.files = files, .n_files = 1, .steps = steps, .n_steps = 2,
-                                          .artifacts = arts, .n_artifacts = 2}};
+    struct plm_request req = {
+        .kind = PLM_KIND_PROJECT,
+        .project = {.files = files, .n_files = 1, .steps = steps, .n_steps = 2, .artifacts = arts, .n_artifacts = 2}};
     struct plm_result res = {0};
     if (dock_project_exec(s, 20000, &req, &res, err) < 0)
         return plm_err_wrap(err, "smoke project");
@@ -406,22 +438,31 @@ static int run_project(struct dock_state *s, struct plm_evidence *ev, struct plm
                  (const char *)s1->out.data + 6);
     bool art = pr->n_artifacts == 1 && !strcmp(pr->artifacts[0].path, "out.bin") && pr->artifacts[0].content.len == 4 &&
                !memcmp(pr->artifacts[0].content.data, "\x00\x01\x02\xff", 4);
-    int denied = 0;
-    bool forged_kept = false;
+    bool denied[4] = {0}, forged_kept = false;
+    int n_denied = 0;
     if (s2 && s2->out.len) {
         static const char *const lines[] = {"read /proc/1/mem denied", "read /proc/1/fd/0 denied",
                                             "read /proc/1/fd/1 denied", "write /proc/1/fd/1 denied"};
         for (size_t i = 0; i < 4; i++)
-            denied += memmem(s2->out.data, s2->out.len, lines[i], strlen(lines[i])) != NULL;
+            n_denied += denied[i] = memmem(s2->out.data, s2->out.len, lines[i], strlen(lines[i])) != NULL;
         forged_kept = memmem(s2->out.data, s2->out.len, "<<<PLIMSOLL_REPORT_V2>>> 2 ", 27) != NULL;
     }
+    /* The key lives only in the runner's memory once stdin is read (fd 0 is /dev/null before any
+     * step starts). runc refuses all four opens (the runner is non-dumpable); gVisor refuses
+     * /proc/1/mem but lets a same-uid process open /proc/1/fd/N, so there a step can add bytes
+     * to the report channel, which the MAC turns into a protocol_error of its own run, never a
+     * forged result. The card states which case held. */
+    bool key_safe = s->runsc ? denied[0] : n_denied == 4;
     int rc = 0;
     if (ev_add_check(ev, "project.run", "completed, 2 steps; node prints sum 5; binary artifact 00 01 02 ff",
                      done && node[0] != '?' && art, "outcome %d, %zu steps, artifact %s", pr->outcome, pr->n_steps,
                      art ? "ok" : "missing or wrong") < 0 ||
         ev_add_check(ev, "project.language", "node runs in the project image", node[0] != '?', "node %s", node) < 0 ||
-        ev_add_check(ev, "project.key_isolation", "a step cannot open /proc/1/mem, /proc/1/fd/0, /proc/1/fd/1",
-                     denied == 4, "%d/4 denied", denied) < 0 ||
+        ev_add_check(ev, "project.key_isolation",
+                     s->runsc ? "a step cannot read the runner's memory (/proc/1/mem)"
+                              : "a step cannot open /proc/1/mem, /proc/1/fd/0, /proc/1/fd/1",
+                     key_safe, "mem %s, fd/0 %s, fd/1 read %s, write %s", denied[0] ? "denied" : "OPEN",
+                     denied[1] ? "denied" : "open", denied[2] ? "denied" : "open", denied[3] ? "denied" : "open") < 0 ||
         ev_add_check(ev, "project.forged_report", "a frame printed by a step stays step output; the MAC decides",
                      done && forged_kept, forged_kept ? "ignored, kept as step output" : "not observed") < 0)
         rc = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
@@ -482,11 +523,12 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
     if (s->runsc)
         runsc_version(s->runtime_path, ev->runtime_version, sizeof ev->runtime_version);
     else
-        snprintf(ev->runtime_version, sizeof ev->runtime_version, "%.60s", *s->runc_version ? s->runc_version : "unknown");
+        snprintf(ev->runtime_version, sizeof ev->runtime_version, "%.60s",
+                 *s->runc_version ? s->runc_version : "unknown");
     ev_kernel_release(ev->kernel_release, sizeof ev->kernel_release);
     ev->checked_unix_ms = dock_unix_ms();
-    if (ev_add_check(ev, "preflight.runtime", s->runsc ? "runsc registered; its path's basename is runsc"
-                                                       : "runtime registered with dockerd",
+    if (ev_add_check(ev, "preflight.runtime",
+                     s->runsc ? "runsc registered; its path's basename is runsc" : "runtime registered with dockerd",
                      true, "%s -> %.120s", s->runtime, s->runtime_path) < 0 ||
         ev_add_check(ev, "preflight.images", "present, launched by ID, no VOLUME, ENV free of loader variables", true,
                      "snippet %.19s, project %.19s", s->id[DOCK_SNIPPET], s->id[DOCK_PROJECT]) < 0)

@@ -28,74 +28,14 @@ enum dock_snip_class dock_snippet_classify(bool marked, bool deadline_passed, bo
 }
 
 struct snip_io {
-    const char *end; /* the box's end marker */
-    struct snip_stream s[2]; /* [0] stdout, [1] stderr */
+    const char *end;          /* the box's end marker */
+    struct dock_endline s[2]; /* [0] stdout, [1] stderr */
 };
-
-/* ":<status>\n" after the end marker: status 0..255 as dash prints it. */
-static bool parse_status(const uint8_t *p, size_t n, int64_t *status)
-{
-    if (n < 3 || p[0] != ':' || p[n - 1] != '\n' || n > 6)
-        return false;
-    int64_t v = 0;
-    for (size_t i = 1; i + 1 < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return false;
-        v = v * 10 + (p[i] - '0');
-    }
-    *status = v;
-    return v <= 255;
-}
-
-void dock_snippet_feed(struct snip_stream *st, const char *end, const uint8_t *p, size_t n)
-{
-    if (st->ended || !n)
-        return;
-    size_t tot = st->hold_len + n;
-    uint8_t *w = malloc(tot);
-    if (!w) {
-        st->keep.oom = st->keep.truncated = true;
-        return;
-    }
-    memcpy(w, st->hold, st->hold_len);
-    memcpy(w + st->hold_len, p, n);
-    const uint8_t *hit = memmem(w, tot, end, DOCK_END_LEN);
-    if (hit) {
-        size_t pre = (size_t)(hit - w), rest = tot - pre;
-        dock_bytes_add(&st->keep, w, pre);
-        const uint8_t *nl = memchr(hit + DOCK_END_LEN, '\n', rest - DOCK_END_LEN);
-        if (nl) {
-            st->ended = true;
-            st->status_ok = parse_status(hit + DOCK_END_LEN, (size_t)(nl - hit) + 1 - DOCK_END_LEN, &st->status);
-            st->hold_len = 0;
-        } else if (rest <= sizeof st->hold) {
-            memmove(st->hold, hit, rest); /* the status has not fully arrived */
-            st->hold_len = rest;
-        } else {
-            st->ended = true; /* a marker followed by garbage: the guest forged it */
-            st->hold_len = 0;
-        }
-    } else {
-        size_t held = tot < DOCK_END_LEN - 1 ? tot : DOCK_END_LEN - 1;
-        dock_bytes_add(&st->keep, w, tot - held);
-        memcpy(st->hold, w + tot - held, held);
-        st->hold_len = held;
-    }
-    free(w);
-}
-
-/* At the end of the stream or the deadline: what was held back is output after all. */
-static void snip_flush(struct snip_stream *st)
-{
-    if (!st->ended)
-        dock_bytes_add(&st->keep, st->hold, st->hold_len);
-    st->hold_len = 0;
-}
 
 static void snip_sink(void *ctx, int stream, const uint8_t *p, size_t n)
 {
     struct snip_io *c = ctx;
-    dock_snippet_feed(&c->s[stream == DOCK_STDERR], c->end, p, n);
+    dock_endline_feed(&c->s[stream == DOCK_STDERR], c->end, p, n);
 }
 
 static bool snip_done(void *ctx)
@@ -124,8 +64,12 @@ int dock_snippet_exec(struct dock_state *s, uint32_t timeout, const char *code, 
     /* Output that came after the marker while the container started belongs to the run. */
     snip_sink(&c, DOCK_STDOUT, b->early_out.data, b->early_out.len);
     snip_sink(&c, DOCK_STDERR, b->early_err.data, b->early_err.len);
-    struct dock_io io = {.in = (const uint8_t *)code, .in_len = strlen(code), .close_in = true,
-                         .sink = snip_sink, .stop = snip_done, .ctx = &c};
+    struct dock_io io = {.in = (const uint8_t *)code,
+                         .in_len = strlen(code),
+                         .close_in = true,
+                         .sink = snip_sink,
+                         .stop = snip_done,
+                         .ctx = &c};
     int64_t t0 = dock_mono_ms();
     int r = dock_attach_pump(&b->at, &io, t0 + timeout, err);
     int64_t status = 0, dur = dock_mono_ms() - t0;
@@ -141,8 +85,8 @@ int dock_snippet_exec(struct dock_state *s, uint32_t timeout, const char *code, 
     /* (spec) the deadline is read before teardown; removal also kills a guest still running */
     bool deadline_passed = r == 0 && !ended;
     dock_box_release(s, b);
-    snip_flush(&c.s[0]);
-    snip_flush(&c.s[1]);
+    dock_endline_flush(&c.s[0]);
+    dock_endline_flush(&c.s[1]);
     if (r < 0) {
         dock_bytes_done(&c.s[0].keep);
         dock_bytes_done(&c.s[1].keep);
@@ -153,9 +97,7 @@ int dock_snippet_exec(struct dock_state *s, uint32_t timeout, const char *code, 
         out->js.timed_out = true;
         out->js.exit_code = 124;
         break;
-    case DOCK_SNIP_EXITED:
-        out->js.exit_code = (int32_t)status;
-        break;
+    case DOCK_SNIP_EXITED: out->js.exit_code = (int32_t)status; break;
     case DOCK_SNIP_NOT_STARTED:
     case DOCK_SNIP_NO_MARKER:
     case DOCK_SNIP_LOST:

@@ -1,11 +1,14 @@
-/* sweep.c: the provider's one background thread.
- * Owns: the queue of containers whose removal failed, the periodic sweep of labelled containers
- * past their deadline, the periodic preflight refresh (so the tier reacts to dockerd going away
- * without waiting for /readyz), and the warm pool's refill.
+/* sweep.c: the provider's background threads.
+ * Owns: the removal queue and its reaper threads (every container a run used is removed there,
+ * off the request path: a force removal of a container that is still exiting costs dockerd
+ * 150-600 ms); one maintenance thread for the periodic sweep of labelled containers past their
+ * deadline, the periodic preflight refresh (so the tier reacts to dockerd going away without
+ * waiting for /readyz), and the warm pool's refill.
  * Trusts: dockerd's container list only after type checks; a label it cannot parse is skipped.
  * Invariant: only containers carrying DOCK_LABEL are ever touched by the sweep, and only once
  * their deadline is DOCK_REAP_GRACE_S in the past, so a live run of another instance on the same
- * dockerd is never reaped; the thread stops within one tick of dock_bg_stop(). */
+ * dockerd is never reaped; a queued container is retried until dockerd answers, and the queue
+ * is drained (one attempt each) before dock_bg_stop() returns. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,34 +33,58 @@ void dock_queue_removal(struct dock_state *s, const char *id)
             s->cap_pending = cap;
         }
     }
-    /* When full, the labelled sweep still reaps it once its deadline has passed. */
-    if (s->n_pending < s->cap_pending)
+    bool queued = s->n_pending < s->cap_pending;
+    if (queued) {
         snprintf(s->pending[s->n_pending++], sizeof s->pending[0], "%s", id);
-    pthread_cond_signal(&s->cv);
+        pthread_cond_signal(&s->reap_cv);
+    }
+    bool reapers = s->n_reapers > 0;
     pthread_mutex_unlock(&s->mu);
-}
-
-static void retry_pending(struct dock_state *s)
-{
-    for (;;) {
-        char id[65];
-        pthread_mutex_lock(&s->mu);
-        bool have = s->n_pending > 0 && !s->stop;
-        if (have)
-            memcpy(id, s->pending[--s->n_pending], sizeof id);
-        pthread_mutex_unlock(&s->mu);
-        if (!have)
-            return;
+    if (!queued || !reapers) {
+        /* No reaper to hand it to (the startup proof runs before they exist, or the queue is
+         * full): remove it here. If dockerd does not answer, it stays queued for the reapers or
+         * for dock_bg_stop(); past that, the labelled sweep of a later start reaps it. */
         struct plm_err e = {0};
-        if (dock_container_remove(&s->eng, id, 1, &e) < 0) {
-            /* dockerd still away: keep it for the next tick and stop trying for now */
+        if (dock_container_remove(&s->eng, id, queued ? 1 : 3, &e) == 0 && queued) {
             pthread_mutex_lock(&s->mu);
-            if (s->n_pending < s->cap_pending)
-                memcpy(s->pending[s->n_pending++], id, sizeof id);
+            for (size_t i = 0; i < s->n_pending; i++)
+                if (!strcmp(s->pending[i], id)) {
+                    memmove(&s->pending[i], &s->pending[i + 1], (s->n_pending - i - 1) * sizeof *s->pending);
+                    s->n_pending--;
+                    break;
+                }
             pthread_mutex_unlock(&s->mu);
-            return;
         }
     }
+}
+
+static void *reaper_main(void *arg)
+{
+    struct dock_state *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->n_pending && !s->stop_reap)
+            pthread_cond_wait(&s->reap_cv, &s->mu);
+        if (!s->n_pending)
+            break; /* stopping, and nothing is left */
+        char id[65];
+        memcpy(id, s->pending[--s->n_pending], sizeof id);
+        bool stopping = s->stop_reap;
+        pthread_mutex_unlock(&s->mu);
+        struct plm_err e = {0};
+        int r = dock_container_remove(&s->eng, id, 1, &e);
+        pthread_mutex_lock(&s->mu);
+        if (r < 0 && !stopping && s->n_pending < s->cap_pending) {
+            /* dockerd away: keep it, and do not spin while it stays away */
+            memcpy(s->pending[s->n_pending++], id, sizeof id);
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
 }
 
 int dock_sweep(struct dock_state *s, struct plm_err *err)
@@ -72,7 +99,8 @@ int dock_sweep(struct dock_state *s, struct plm_err *err)
     size_t i;
     json_t *c;
     int reaped = 0;
-    json_array_foreach(list, i, c) {
+    json_array_foreach(list, i, c)
+    {
         const char *id = json_string_value(json_object_get(c, "Id"));
         json_t *labels = json_object_get(c, "Labels");
         const char *dl = json_string_value(json_object_get(labels, DOCK_LABEL_DEADLINE));
@@ -97,7 +125,6 @@ static void *bg_main(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         pthread_mutex_unlock(&s->mu);
-        retry_pending(s);
         int64_t now = dock_mono_ms();
         if (now >= next_refresh) {
             struct plm_err e = {0};
@@ -126,10 +153,23 @@ int dock_bg_start(struct dock_state *s, struct plm_err *err)
 {
     if (s->bg_started)
         return 0;
+    for (int i = 0; i < DOCK_REAPERS; i++) {
+        int r = pthread_create(&s->reapers[i], NULL, reaper_main, s);
+        if (r != 0) {
+            dock_bg_stop(s);
+            return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start a docker reaper thread: %s",
+                               strerror(r));
+        }
+        pthread_mutex_lock(&s->mu);
+        s->n_reapers++;
+        pthread_mutex_unlock(&s->mu);
+    }
     int r = pthread_create(&s->bg, NULL, bg_main, s);
-    if (r != 0)
+    if (r != 0) {
+        dock_bg_stop(s);
         return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start the docker background thread: %s",
                            strerror(r));
+    }
     s->bg_started = true;
     return 0;
 }
@@ -143,12 +183,32 @@ void dock_bg_kick(struct dock_state *s)
 
 void dock_bg_stop(struct dock_state *s)
 {
-    if (!s->bg_started)
-        return;
     pthread_mutex_lock(&s->mu);
     s->stop = true;
-    pthread_cond_signal(&s->cv);
+    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    pthread_join(s->bg, NULL);
+    if (s->bg_started)
+        pthread_join(s->bg, NULL);
     s->bg_started = false;
+    /* The pool's containers go through the reapers too; then they drain the queue and stop. */
+    dock_pool_drain(s);
+    pthread_mutex_lock(&s->mu);
+    s->stop_reap = true;
+    pthread_cond_broadcast(&s->reap_cv);
+    int n = s->n_reapers;
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < n; i++)
+        pthread_join(s->reapers[i], NULL);
+    /* Whatever is still queued (no reaper ever ran, or dockerd was away): one last attempt each. */
+    pthread_mutex_lock(&s->mu);
+    s->n_reapers = 0;
+    while (s->n_pending) {
+        char id[65];
+        memcpy(id, s->pending[--s->n_pending], sizeof id);
+        pthread_mutex_unlock(&s->mu);
+        struct plm_err e = {0};
+        dock_container_remove(&s->eng, id, 1, &e);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
 }

@@ -2,8 +2,9 @@
  * Owns: the QuickJS runtime and context of one worker, its two capped output buffers, the list
  *   of unhandled promise rejections.
  * Trusts: nothing the snippet does. Runs after the filter is loaded (worker.c), so it makes no
- *   syscall beyond the allow-list: memory via malloc, clocks via the vDSO, and the result frame
- *   written by the finish callback.
+ *   syscall beyond the allow-list: memory via malloc, clocks via the vDSO, and the frames
+ *   written by the finish and host callbacks (worker.c). With a grant, the one native the guest
+ *   can reach is __plimsoll_host_send, which only asks the monitor (it holds no authority).
  * Invariant: every way a run can end (completion, uncaught error, unhandled rejection,
  *   process.exit, the deadline in the interrupt handler, a virtual timer past the deadline)
  *   goes through finish() exactly once, with the output kept so far. Output is bytes appended up
@@ -15,6 +16,7 @@
 #include <time.h>
 
 #include "../../core/limits.h"
+#include "frame.h"
 #include "prelude.h"
 #include <quickjs.h> /* the engine (angle brackets: not our provider header) */
 
@@ -39,6 +41,8 @@ struct jsrt {
     size_t n_rej;
     bool rej_overflow;
     jsrt_finish_fn *finish;
+    jsrt_host_fn *host;  /* the grant's transport; NULL without a grant */
+    uint32_t host_calls; /* HOST_CALLs sent in this run (the frame's call_no) */
 };
 
 static int64_t mono_ns(void)
@@ -178,6 +182,85 @@ static JSValue nat_enqueue(JSContext *ctx, JSValueConst this_val, int argc, JSVa
     if (JS_EnqueueJob(ctx, job_call, 1, argv) < 0)
         return JS_EXCEPTION;
     return JS_UNDEFINED;
+}
+
+/* ---- the grant's transport: the only native the guest can reach, and only with a grant ---- */
+
+/* What the broker answers a method or target it cannot match; used for the ones a frame cannot
+ * carry (over the caps, a NUL, not UTF-8), which the broker would refuse with 403 anyway
+ * (client_js.h: a transport answers an unsendable target with 403 itself). */
+static const char forbidden_text[] = "forbidden by sandbox capability allowlist\n";
+
+/* __plimsoll_host_send(method, path, body) -> {status, body}, synchronously (client_js.h): one
+ * HOST_CALL to the monitor, blocking until its HOST_REPLY. The body is decoded as UTF-8 with
+ * replacement. The worker's deadline cannot fire while it blocks; the monitor keeps it instead
+ * and answers QF_HR_DEADLINE, which ends the run here as timed out. */
+static JSValue nat_host_send(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    struct jsrt *r = self(ctx);
+    if (!r->host)
+        return JS_ThrowTypeError(ctx, "host api broker unavailable");
+    if (mono_ns() >= r->deadline_ns)
+        finish(r, JSRT_EXIT_TIMEOUT, true);
+    if (argc < 2)
+        return JS_ThrowTypeError(ctx, "__plimsoll_host_send(method, path[, body])");
+    size_t mlen = 0, plen = 0, blen = 0;
+    const char *m = JS_ToCStringLen(ctx, &mlen, argv[0]);
+    const char *p = m ? JS_ToCStringLen(ctx, &plen, argv[1]) : NULL;
+    const char *b = NULL;
+    bool has_body = argc > 2 && !JS_IsUndefined(argv[2]) && !JS_IsNull(argv[2]);
+    if (p && has_body)
+        b = JS_ToCStringLen(ctx, &blen, argv[2]);
+    if (!m || !p || (has_body && !b)) {
+        JS_FreeCString(ctx, m);
+        JS_FreeCString(ctx, p);
+        return JS_EXCEPTION;
+    }
+    struct jsrt_host_reply rep = {0};
+    if (mlen == 0 || mlen > QF_HOST_METHOD_MAX || plen == 0 || plen > QF_HOST_PATH_MAX ||
+        !qf_text_ok((const uint8_t *)m, mlen) || !qf_text_ok((const uint8_t *)p, plen)) {
+        rep.status = 403;
+        rep.body = (const uint8_t *)forbidden_text;
+        rep.body_len = sizeof forbidden_text - 1;
+    } else {
+        /* Past 1 MiB the broker answers 413 whatever follows: one byte more is enough to say so. */
+        if (blen > QF_HOST_BODY_MAX)
+            blen = QF_HOST_BODY_MAX;
+        r->host(++r->host_calls, (const uint8_t *)m, mlen, (const uint8_t *)p, plen, (const uint8_t *)b, blen, &rep);
+    }
+    JS_FreeCString(ctx, m);
+    JS_FreeCString(ctx, p);
+    if (b)
+        JS_FreeCString(ctx, b);
+    /* The monitor says the run's time is up (or it is, by our own clock): end it here with the
+     * output so far, as the interrupt handler would. */
+    if (rep.deadline || mono_ns() >= r->deadline_ns)
+        finish(r, JSRT_EXIT_TIMEOUT, true);
+
+    size_t n = qf_utf8_repair(rep.body, rep.body_len, NULL);
+    uint8_t *text = malloc(n ? n : 1);
+    if (!text) {
+        free(rep.buf);
+        return JS_ThrowOutOfMemory(ctx);
+    }
+    qf_utf8_repair(rep.body, rep.body_len, text);
+    free(rep.buf);
+    JSValue body = JS_NewStringLen(ctx, (const char *)text, n);
+    free(text);
+    if (JS_IsException(body))
+        return body;
+    JSValue obj = JS_NewObject(ctx);
+    if (JS_IsException(obj)) {
+        JS_FreeValue(ctx, body);
+        return obj;
+    }
+    if (JS_DefinePropertyValueStr(ctx, obj, "status", JS_NewInt32(ctx, (int32_t)rep.status), JS_PROP_C_W_E) < 0 ||
+        JS_DefinePropertyValueStr(ctx, obj, "body", body, JS_PROP_C_W_E) < 0) {
+        JS_FreeValue(ctx, obj);
+        return JS_EXCEPTION;
+    }
+    return obj;
 }
 
 static const JSCFunctionListEntry natives[] = {
@@ -355,12 +438,38 @@ static void check_rejections(struct jsrt *r)
     die_uncaught(r, r->rej[0].reason, !top);
 }
 
-void jsrt_run(struct jsrt *r, const char *code, size_t len, uint32_t timeout_ms)
+/* A grant: the native transport as a plain, deletable global (the client captures it and
+ * deletes it), then the client text (and the profile's preamble after it) as a classic script.
+ * An exception there is the run's uncaught error, like one in the snippet. */
+static void install_grant(struct jsrt *r, const char *client, size_t client_len)
+{
+    JSContext *ctx = r->ctx;
+    JSValue global = JS_GetGlobalObject(ctx);
+    JSValue fn = JS_NewCFunction(ctx, nat_host_send, "__plimsoll_host_send", 3);
+    int rc = JS_IsException(fn) ? -1
+                                : JS_DefinePropertyValueStr(ctx, global, "__plimsoll_host_send", fn,
+                                                            JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE);
+    JS_FreeValue(ctx, global);
+    if (rc < 0)
+        die_uncaught(r, JS_GetException(ctx), false);
+    if (client_len == 0)
+        return;
+    JSValue v = JS_Eval(ctx, client, client_len, "<plimsoll-host-api>", JS_EVAL_TYPE_GLOBAL);
+    if (JS_IsException(v))
+        die_uncaught(r, JS_GetException(ctx), false);
+    JS_FreeValue(ctx, v);
+}
+
+void jsrt_run(struct jsrt *r, const char *code, size_t len, uint32_t timeout_ms, const char *client, size_t client_len,
+              jsrt_host_fn *host)
 {
     JSContext *ctx = r->ctx;
     r->timeout_ms = timeout_ms;
     r->start_ns = mono_ns();
     r->deadline_ns = r->start_ns + (int64_t)timeout_ms * 1000000;
+    r->host = host;
+    if (host)
+        install_grant(r, client, client_len);
 
     /* Script (not module) semantics like `node -e`, with top-level await allowed (the async
      * flag makes the evaluation return a promise). */

@@ -56,9 +56,14 @@ static inline void qjs_worker_cleanup(struct qjs_worker *w)
 /* Runs one snippet. On return >= 0, out->js is filled (a timeout, an uncaught error, OOM and
  * process.exit are all results). < 0: PLM_E_INTERNAL with refusal NONE (the worker died, broke
  * the protocol or could not be had), except that a worker which never said READY is replaced
- * before the code is sent. */
-int mon_run_js(struct qjs_pool *p, const char *code, size_t len, uint32_t timeout_ms,
-               struct plm_js_result *out, int64_t *duration_ms, struct plm_err *err);
+ * before the code is sent, and a client script over QF_CLIENT_MAX is refused before anything.
+ * Grants: client_js != NULL offers the worker the transport (the native __plimsoll_host_send,
+ * then this script before the code); api != NULL is what lets the monitor answer HOST_CALLs.
+ * quickjs.c passes both or neither; the test passes a client without an api to play a worker
+ * that calls without a grant (which is killed as a protocol violation). */
+struct plm_host_api;
+int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *client_js, const struct plm_host_api *api,
+               uint32_t timeout_ms, struct plm_js_result *out, int64_t *duration_ms, struct plm_err *err);
 
 struct mon_probe_outcome {
     bool returned;      /* the worker answered PROBE_RESULT */

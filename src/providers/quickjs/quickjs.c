@@ -1,8 +1,9 @@
 /* quickjs.c: the `quickjs` provider's ops table (process tier).
  * Owns: the resolved configuration, the opened worker binary and its SHA-256 (the engine
  *   identity), the pool, and the evidence card once proven.
- * Trusts: the daemon's validation of requests (re-checked where cheap) and nothing from a
- *   worker (monitor.c decodes that).
+ * Trusts: the daemon's validation of requests (re-checked where cheap) and its grant
+ *   (ctx->host_api: a callback and a client text, never a credential); nothing from a worker
+ *   (monitor.c decodes that).
  * Invariant: tier() is `process` only after smoke_test() proved every check on the card, else
  *   `unknown`; every run re-checks the floor against that tier before it takes a worker, so a
  *   refusal provably launched nothing. */
@@ -58,6 +59,8 @@ static void qjs_describe(struct plm_provider *p, struct plm_describe *d)
     d->javascript.default_timeout_ms = s->cfg.default_timeout_ms;
     d->javascript.max_timeout_ms = s->cfg.max_timeout_ms;
     d->javascript.languages[0] = "javascript";
+    /* Grants ride the worker's socket (docs/quickjs.md, Grants); projects do not exist here. */
+    d->supports_javascript_grants = true;
     d->memory_mb = s->cfg.memory_mb;
     d->policy = proven ? s->ev.policy : "";
     d->evidence = proven ? &s->ev : NULL;
@@ -97,9 +100,14 @@ static int qjs_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, con
         return -1;
     if (req->kind != PLM_KIND_JAVASCRIPT || !req->js.code)
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "quickjs runs javascript snippets only");
-    if (req->js.grant_profile && req->js.grant_profile[0])
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                           "the quickjs provider does not support grants; nothing ran");
+    /* A named grant arrives as ctx->host_api (the daemon selected it and minted its credential);
+     * a name without one is a daemon bug: fail closed rather than run without the grant. */
+    const struct plm_host_api *api = ctx->host_api;
+    if (req->js.grant_profile && req->js.grant_profile[0] && !api)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "grant_profile named but no host api capability was handed over; nothing ran");
+    if (api && (!api->client_js || !api->call))
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "incomplete host api capability; nothing ran");
     size_t len = strnlen(req->js.code, LIM_CODE_MAX + 1);
     if (len == 0 || len > LIM_CODE_MAX)
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
@@ -109,7 +117,7 @@ static int qjs_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, con
 
     memset(out, 0, sizeof *out);
     int64_t ms = 0;
-    if (mon_run_js(s->pool, req->js.code, len, timeout, &out->js, &ms, err) < 0)
+    if (mon_run_js(s->pool, req->js.code, len, api ? api->client_js : NULL, api, timeout, &out->js, &ms, err) < 0)
         return -1;
     out->kind = PLM_KIND_JAVASCRIPT;
     out->duration_ms = ms;

@@ -2,8 +2,11 @@
  * Covers providers.md §8 items 12, 15-24 as they apply here (console.error goes to stderr by
  * design), issue 4's bad inputs (infinite loop, job loop, recursion, memory bomb, string doubling,
  * catastrophic regex, output flood, a worker killed mid-run, 200 concurrent runs, 2,000 runs
- * without leaks) and the worker's seccomp filter directly. Needs the worker binary (QJS_WORKER,
- * set by meson). */
+ * without leaks) and the worker's seccomp filter directly, plus the grant transport (issue 6,
+ * item 4) against a fake host API with the broker's real JS client: JSON on 200, the client's
+ * rejection wording, forbidden routes never reaching call(), body passthrough and caps, 300
+ * calls in one run, the deadline passing during a call, a HOST_CALL without a grant, and a run
+ * without a grant after one with. Needs the worker binary (QJS_WORKER, set by meson). */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../broker/broker.h"
+#include "../../broker/client_js.h"
+#include "../../broker/route.h"
 #include "../../core/limits.h"
 #include "frame.h"
 #include "probe.h"
@@ -22,6 +28,15 @@
 #include "unit.h"
 
 static struct plm_provider *prov;
+
+/* Without a grant neither the client nor the transport exists. */
+#define CODE_NO_HOST "console.log(typeof host, typeof __plimsoll_host_send)"
+
+/* The transport's caps are the broker's (frame.h says why each is what it is). */
+_Static_assert(QF_HOST_METHOD_MAX == BRK_METHOD_MAX, "method cap");
+_Static_assert(QF_HOST_PATH_MAX == BRK_TARGET_MAX, "target cap");
+_Static_assert(QF_HOST_BODY_MAX == BRK_BODY_MAX + 1, "body: the broker's cap plus the one byte that says 413");
+_Static_assert(QF_HOST_REPLY_MAX == BRK_RESPONSE_MAX, "reply cap");
 
 static int64_t now_ms(void)
 {
@@ -58,6 +73,16 @@ static const char *out_of(const struct run *r)
 {
     static char buf[LIM_OUTPUT_MAX + 1];
     size_t n = r->res.js.out.len;
+    memcpy(buf, r->res.js.out.data ? (const char *)r->res.js.out.data : "", n);
+    buf[n] = 0;
+    return buf;
+}
+
+/* stdout as a NUL-terminated copy in thread-local storage (for runs on several threads). */
+static const char *out_of_copy(const struct run *r)
+{
+    static _Thread_local char buf[256];
+    size_t n = r->res.js.out.len < sizeof buf - 1 ? r->res.js.out.len : sizeof buf - 1;
     memcpy(buf, r->res.js.out.data ? (const char *)r->res.js.out.data : "", n);
     buf[n] = 0;
     return buf;
@@ -103,7 +128,7 @@ static void test_describe_and_proof(void)
     prov->ops->describe(prov, &d);
     CHECK_STR(d.sandbox, "quickjs");
     CHECK(d.tier == PLM_TIER_PROCESS);
-    CHECK(!d.supports_project && !d.supports_module && !d.supports_javascript_grants);
+    CHECK(!d.supports_project && !d.supports_module && d.supports_javascript_grants && !d.supports_project_grants);
     CHECK(strncmp(d.javascript.identity, "quickjs:sha256:", 15) == 0 && strlen(d.javascript.identity) == 15 + 64);
     CHECK(d.javascript.default_timeout_ms == 5000 && d.javascript.max_timeout_ms == 30000);
     CHECK_STR(d.javascript.languages[0], "javascript");
@@ -382,6 +407,107 @@ static void test_filter_direct(void)
     CHECK(mon_probe(pool, WK_PROBE_MEMORY, &o, &err) == 0 && o.returned && o.err == ENOMEM);
 }
 
+/* HOST_CALL / HOST_REPLY payloads and the UTF-8 helpers, byte by byte. */
+static size_t host_call_bytes(uint8_t *buf, uint32_t no, const char *m, size_t ml, const char *p, size_t pl,
+                              const char *b, size_t bl)
+{
+    qf_host_call_encode_fixed(buf, no, (uint32_t)ml, (uint32_t)pl, (uint32_t)bl);
+    memcpy(buf + QF_HOST_CALL_FIXED, m, ml);
+    memcpy(buf + QF_HOST_CALL_FIXED + ml, p, pl);
+    memcpy(buf + QF_HOST_CALL_FIXED + ml + pl, b, bl);
+    return QF_HOST_CALL_FIXED + ml + pl + bl;
+}
+
+static void test_host_frames(void)
+{
+    uint8_t buf[256];
+    struct qf_host_call c;
+    size_t n = host_call_bytes(buf, 1, "GET", 3, "/v1/x", 5, "{}", 2);
+    CHECK(qf_host_call_decode(buf, n, &c) == 0 && c.call_no == 1 && c.method_len == 3 && c.path_len == 5 &&
+          c.body_len == 2 && memcmp(c.path, "/v1/x", 5) == 0 && memcmp(c.body, "{}", 2) == 0);
+    CHECK(qf_host_call_decode(buf, n + 1, &c) < 0); /* a trailing byte */
+    CHECK(qf_host_call_decode(buf, n - 1, &c) < 0); /* short */
+    n = host_call_bytes(buf, 0, "GET", 3, "/v1/x", 5, "", 0);
+    CHECK(qf_host_call_decode(buf, n, &c) < 0); /* call numbers start at 1 */
+    n = host_call_bytes(buf, 2, "GET", 3, "/v1\0x", 5, "", 0);
+    CHECK(qf_host_call_decode(buf, n, &c) < 0); /* NUL in the path */
+    n = host_call_bytes(buf, 2, "G\0T", 3, "/v1/x", 5, "", 0);
+    CHECK(qf_host_call_decode(buf, n, &c) < 0); /* NUL in the method */
+    n = host_call_bytes(buf, 2, "GET", 3, "/v1/\xff", 5, "", 0);
+    CHECK(qf_host_call_decode(buf, n, &c) < 0); /* not UTF-8 */
+    n = host_call_bytes(buf, 2, "GET", 3, "/\xed\xa0\x80x", 5, "", 0);
+    CHECK(qf_host_call_decode(buf, n, &c) < 0); /* an encoded surrogate */
+    n = host_call_bytes(buf, 2, "GET", 3, "/caf\xc3\xa9", 6, "\xff\x00", 2);
+    CHECK(qf_host_call_decode(buf, n, &c) == 0 && c.body_len == 2); /* the body is opaque bytes */
+    n = host_call_bytes(buf, 2, "METHODMETHODMETHO", 17, "/", 1, "", 0);
+    CHECK(qf_host_call_decode(buf, n, &c) < 0); /* method over 16 bytes */
+    n = host_call_bytes(buf, 2, "", 0, "/", 1, "", 0);
+    CHECK(qf_host_call_decode(buf, n, &c) < 0); /* empty method */
+    qf_host_call_encode_fixed(buf, 2, 3, QF_HOST_PATH_MAX + 1, 0);
+    CHECK(qf_host_call_decode(buf, sizeof buf, &c) < 0); /* path over its cap */
+    qf_host_call_encode_fixed(buf, 2, 3, 1, QF_HOST_BODY_MAX + 1);
+    CHECK(qf_host_call_decode(buf, sizeof buf, &c) < 0); /* body over its cap */
+    qf_host_call_encode_fixed(buf, 2, 3, 0xffffffffu, 0xffffffffu);
+    CHECK(qf_host_call_decode(buf, sizeof buf, &c) < 0); /* lengths that would wrap a sum */
+
+    uint8_t h[QF_HDR_LEN];
+    struct qf_hdr d;
+    qf_hdr_encode(h,
+                  &(struct qf_hdr){.len = QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX,
+                                   .type = QF_HOST_CALL});
+    CHECK(qf_hdr_decode(h, &d) == 0);
+    qf_hdr_encode(
+        h, &(struct qf_hdr){.len = QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX + 1,
+                            .type = QF_HOST_CALL});
+    CHECK(qf_hdr_decode(h, &d) < 0);
+    qf_hdr_encode(h, &(struct qf_hdr){.len = QF_HOST_REPLY_FIXED + QF_HOST_REPLY_MAX + 1, .type = QF_HOST_REPLY});
+    CHECK(qf_hdr_decode(h, &d) < 0);
+
+    struct qf_host_reply r;
+    qf_host_reply_encode_fixed(buf, 3, 200, 0, 2);
+    memcpy(buf + QF_HOST_REPLY_FIXED, "ok", 2);
+    CHECK(qf_host_reply_decode(buf, QF_HOST_REPLY_FIXED + 2, &r) == 0 && r.call_no == 3 && r.status == 200 &&
+          r.body_len == 2 && memcmp(r.body, "ok", 2) == 0);
+    CHECK(qf_host_reply_decode(buf, QF_HOST_REPLY_FIXED + 3, &r) < 0);
+    qf_host_reply_encode_fixed(buf, 3, 99, 0, 0);
+    CHECK(qf_host_reply_decode(buf, QF_HOST_REPLY_FIXED, &r) < 0); /* status out of range */
+    qf_host_reply_encode_fixed(buf, 3, 600, 0, 0);
+    CHECK(qf_host_reply_decode(buf, QF_HOST_REPLY_FIXED, &r) < 0);
+    qf_host_reply_encode_fixed(buf, 3, 0, QF_HR_DEADLINE, 0);
+    CHECK(qf_host_reply_decode(buf, QF_HOST_REPLY_FIXED, &r) == 0 && (r.flags & QF_HR_DEADLINE));
+    qf_host_reply_encode_fixed(buf, 3, 200, QF_HR_DEADLINE, 0);
+    CHECK(qf_host_reply_decode(buf, QF_HOST_REPLY_FIXED, &r) < 0); /* a deadline carries no answer */
+    qf_host_reply_encode_fixed(buf, 3, 200, 0x2, 0);
+    CHECK(qf_host_reply_decode(buf, QF_HOST_REPLY_FIXED, &r) < 0); /* unknown flag */
+
+    /* WHATWG replacement: one U+FFFD per maximal invalid subpart; valid text untouched. */
+    static const struct {
+        const char *in, *want;
+    } u[] = {
+        {"a\xff"
+         "b",
+         "a\xef\xbf\xbd"
+         "b"},
+        {"\xe0\x80", "\xef\xbf\xbd\xef\xbf\xbd"},
+        {"x\xf0\x90\x80", "x\xef\xbf\xbd"},
+        {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xf0\x9f\x98\x80 \xc3\xa9", "\xf0\x9f\x98\x80 \xc3\xa9"},
+        {"\xc3", "\xef\xbf\xbd"},
+        {"\xc3(", "\xef\xbf\xbd("},
+        {"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+    };
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        uint8_t out[64];
+        size_t in_len = strlen(u[i].in), want = strlen(u[i].want);
+        size_t k = qf_utf8_repair((const uint8_t *)u[i].in, in_len, NULL);
+        CHECK(k == want && qf_utf8_repair((const uint8_t *)u[i].in, in_len, out) == want &&
+              memcmp(out, u[i].want, want) == 0);
+    }
+    CHECK(qf_text_ok((const uint8_t *)"/caf\xc3\xa9", 6));
+    CHECK(!qf_text_ok((const uint8_t *)"a\0b", 3));
+    CHECK(!qf_text_ok((const uint8_t *)"\xc0\xaf", 2)); /* overlong */
+}
+
 static void test_frames(void)
 {
     uint8_t h[QF_HDR_LEN];
@@ -411,11 +537,434 @@ static void test_frames(void)
     CHECK(qf_result_decode(p, QF_RESULT_FIXED, &res) < 0); /* unknown flag */
     qf_result_encode_fixed(p, 0, 0, LIM_OUTPUT_MAX + 1, 0);
     CHECK(qf_result_decode(p, QF_RESULT_FIXED, &res) < 0); /* over the stream cap */
-    uint8_t run[QF_RUN_FIXED + 1] = {0, 0, 0, 0, 'x'};
+    uint8_t run[QF_RUN_FIXED + 3];
     struct qf_run rr;
-    CHECK(qf_run_decode(run, sizeof run, &rr) < 0); /* timeout 0 */
-    run[3] = 10;
-    CHECK(qf_run_decode(run, sizeof run, &rr) == 0 && rr.code_len == 1 && rr.timeout_ms == 10);
+    qf_run_encode_fixed(run, 0, 0, 0);
+    run[QF_RUN_FIXED] = 'x';
+    CHECK(qf_run_decode(run, QF_RUN_FIXED + 1, &rr) < 0); /* timeout 0 */
+    qf_run_encode_fixed(run, 10, 0, 0);
+    CHECK(qf_run_decode(run, QF_RUN_FIXED + 1, &rr) == 0 && rr.code_len == 1 && rr.timeout_ms == 10 &&
+          rr.client_len == 0 && rr.flags == 0);
+    CHECK(qf_run_decode(run, QF_RUN_FIXED, &rr) < 0); /* no code */
+    qf_run_encode_fixed(run, 10, 0, 2);
+    memcpy(run + QF_RUN_FIXED, "abx", 3);
+    CHECK(qf_run_decode(run, QF_RUN_FIXED + 3, &rr) < 0); /* a client without the grant flag */
+    qf_run_encode_fixed(run, 10, QF_RUN_GRANT, 2);
+    CHECK(qf_run_decode(run, QF_RUN_FIXED + 3, &rr) == 0 && rr.client_len == 2 && rr.code_len == 1 &&
+          memcmp(rr.client, "ab", 2) == 0 && rr.code[0] == 'x');
+    CHECK(qf_run_decode(run, QF_RUN_FIXED + 2, &rr) < 0); /* the client eats the code */
+    qf_run_encode_fixed(run, 10, QF_RUN_GRANT, QF_CLIENT_MAX + 1);
+    CHECK(qf_run_decode(run, QF_RUN_FIXED + 3, &rr) < 0);
+    qf_run_encode_fixed(run, 10, 0x2, 0);
+    CHECK(qf_run_decode(run, QF_RUN_FIXED + 1, &rr) < 0); /* unknown run flag */
+    qf_hdr_encode(h, &(struct qf_hdr){.len = QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX, .type = QF_RUN});
+    CHECK(qf_hdr_decode(h, &d) == 0);
+    qf_hdr_encode(h, &(struct qf_hdr){.len = QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX + 1, .type = QF_RUN});
+    CHECK(qf_hdr_decode(h, &d) < 0);
+    test_host_frames();
+}
+
+/* ---- grants: the quickjs transport against a fake host API (the broker's contract, without
+ * the network) ---- */
+
+struct fake_api {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls, inflight;
+    bool ended; /* fake_end ran: later and blocked calls answer "grant has ended" */
+    /* The last call, as call() received it: */
+    char method[64], target[QF_HOST_PATH_MAX + 64];
+    uint8_t *body;
+    size_t body_len;
+    bool body_null;
+    /* The script: */
+    int status; /* fixed answer... */
+    const char *reply;
+    size_t reply_len;
+    bool echo;  /* ...or 200 {"m": method, "t": target, "n": body bytes} */
+    bool block; /* an upstream that never answers (until fake_end) */
+};
+
+static void fake_init(struct fake_api *f)
+{
+    memset(f, 0, sizeof *f);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+}
+
+static void fake_answer(struct fake_api *f, int status, const char *body)
+{
+    f->status = status;
+    f->reply = body;
+    f->reply_len = strlen(body);
+    f->echo = f->block = false;
+}
+
+static void fake_call(void *cb, const char *method, const char *target, const uint8_t *body, size_t len,
+                      struct plm_host_reply *out)
+{
+    struct fake_api *f = cb;
+    pthread_mutex_lock(&f->mu);
+    f->calls++;
+    f->inflight++;
+    snprintf(f->method, sizeof f->method, "%s", method);
+    snprintf(f->target, sizeof f->target, "%s", target);
+    free(f->body);
+    f->body = NULL;
+    f->body_len = len;
+    f->body_null = body == NULL;
+    if (len) {
+        f->body = malloc(len);
+        memcpy(f->body, body, len);
+    }
+    char tmp[QF_HOST_PATH_MAX + 128];
+    const char *txt = f->reply;
+    size_t n = f->reply_len;
+    int status = f->status;
+    if (f->block) {
+        /* Like brk_call with an upstream that never answers: it returns when the grant ends
+         * (brk_run_end cancels it), answering 502. */
+        int64_t until = now_ms() + 20000;
+        while (!f->ended && now_ms() < until) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 20 * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+        }
+        status = 502;
+        txt = "host api unavailable\n";
+        n = strlen(txt);
+    } else if (f->ended) {
+        status = 503;
+        txt = "host api grant has ended\n";
+        n = strlen(txt);
+    } else if (f->echo) {
+        n = (size_t)snprintf(tmp, sizeof tmp, "{\"m\":\"%s\",\"t\":\"%s\",\"n\":%zu}", method, target, len);
+        txt = tmp;
+        status = 200;
+    }
+    out->status = status;
+    out->len = n;
+    out->body = n ? malloc(n) : NULL;
+    if (n)
+        memcpy(out->body, txt, n);
+    f->inflight--;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* What grant_end does after run_javascript: refuse later calls, let blocked ones go, wait. */
+static void fake_end(struct fake_api *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->ended = true;
+    pthread_cond_broadcast(&f->cv);
+    while (f->inflight > 0)
+        pthread_cond_wait(&f->cv, &f->mu);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_done(struct fake_api *f)
+{
+    fake_end(f);
+    free(f->body);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+}
+
+static int fake_calls(struct fake_api *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = f->calls;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+/* The real client (src/broker/client_js.c) for a few routes, with an optional preamble. */
+static char *make_client(const char *preamble)
+{
+    static const char *specs[] = {"GET /v1/items/*", "POST /v1/items/*", "PUT /v1/items/*", "DELETE /v1/items/*",
+                                  "GET /v1/text"};
+    struct brk_route routes[5];
+    struct plm_err err = {0};
+    for (size_t i = 0; i < 5; i++)
+        if (brk_route_parse(specs[i], strlen(specs[i]), true, &routes[i], &err) < 0)
+            printf("# route %s: %s\n", specs[i], err.msg);
+    char *js = brk_client_js_parts("host", routes, 5, preamble);
+    for (size_t i = 0; i < 5; i++)
+        brk_route_done(&routes[i]);
+    return js;
+}
+
+static void run_grant(const char *code, uint32_t timeout_ms, struct fake_api *f, const char *client, struct run *r)
+{
+    memset(r, 0, sizeof *r);
+    struct plm_host_api api = {
+        .profile = "test", .client_js = client, .node_preload = "", .call = fake_call, .cb_ctx = f};
+    struct plm_request req = {.protocol = 3, .kind = PLM_KIND_JAVASCRIPT};
+    req.js.code = code;
+    req.js.grant_profile = "test";
+    struct plm_run_ctx ctx = {.caller = "alice", .timeout_ms = timeout_ms, .floor = PLM_TIER_UNKNOWN, .host_api = &api};
+    int64_t t0 = now_ms();
+    r->rc = prov->ops->run_javascript(prov, &ctx, &req, &r->res, &r->err);
+    r->ms = now_ms() - t0;
+    if (r->rc < 0)
+        printf("# grant run: %s\n", r->err.msg);
+    else if (r->res.js.err.len)
+        printf("# grant run stderr: %.*s\n", (int)(r->res.js.err.len < 300 ? r->res.js.err.len : 300),
+               (const char *)r->res.js.err.data);
+}
+
+static void test_grants(void)
+{
+    char *client = make_client(NULL);
+    CHECK(client != NULL && strlen(client) < QF_CLIENT_MAX);
+    if (!client)
+        return;
+    struct fake_api f;
+    struct run r;
+    fake_init(&f);
+
+    /* What the guest sees: the frozen client, not the transport. */
+    run_grant("console.log(typeof host, typeof __plimsoll_host_send, Object.isFrozen(host), typeof host.get)", 5000, &f,
+              client, &r);
+    CHECK(r.rc == 0 && r.res.js.exit_code == 0);
+    CHECK_STR(out_of(&r), "object undefined true function\n");
+    plm_result_done(&r.res);
+
+    /* 200: host.get resolves with the parsed JSON; call() sees the method and target as sent. */
+    fake_answer(&f, 200, "{\"id\":\"42\",\"ok\":true}");
+    run_grant("host.get('/v1/items/42').then(v => console.log(typeof v, v.id, v.ok))", 5000, &f, client, &r);
+    CHECK(r.rc == 0 && r.res.js.exit_code == 0);
+    CHECK_STR(out_of(&r), "object 42 true\n");
+    CHECK(f.calls == 1);
+    CHECK_STR(f.method, "GET");
+    CHECK_STR(f.target, "/v1/items/42");
+    CHECK(f.body_len == 0 && f.body_null);
+    plm_result_done(&r.res);
+
+    /* Not JSON: the text itself; invalid UTF-8 from upstream becomes U+FFFD. */
+    fake_answer(&f, 200, "plain \xff text");
+    run_grant("host.get('/v1/text').then(v => console.log(v === 'plain \\ufffd text', v.length))", 5000, &f, client,
+              &r);
+    CHECK_STR(out_of(&r), "true 12\n");
+    plm_result_done(&r.res);
+
+    /* 403: rejects with the client's wording. */
+    fake_answer(&f, 403, "forbidden by sandbox capability allowlist\n");
+    run_grant("host.get('/v1/items/1').then(() => console.log('resolved'),"
+              " e => console.log(e instanceof Error, JSON.stringify(e.message)))",
+              5000, &f, client, &r);
+    CHECK(r.rc == 0 && r.res.js.exit_code == 0);
+    CHECK_STR(out_of(&r), "true \"host api 403: forbidden by sandbox capability allowlist\\n\"\n");
+    plm_result_done(&r.res);
+    /* Unhandled, the rejection ends the run like any other. */
+    run_grant("await host.get('/v1/items/1')", 5000, &f, client, &r);
+    CHECK(r.rc == 0 && r.res.js.exit_code == 1 && strstr(err_of(&r), "host api 403: forbidden") != NULL);
+    plm_result_done(&r.res);
+
+    /* Routes the allowlist forbids never reach call(): the client refuses first. */
+    int before = fake_calls(&f);
+    run_grant("const m = e => console.log(e.message);"
+              "host.get('/v1/admin').catch(m); host.get('/v1/items/%2e%2e').catch(m);"
+              "host.get('/v1/items/a/b').catch(m); host.call('PATCH', '/v1/items/1').catch(m)",
+              5000, &f, client, &r);
+    CHECK(r.rc == 0 && r.res.js.exit_code == 0);
+    CHECK_STR(out_of(&r), "host api call not permitted by sandbox capability: GET /v1/admin\n"
+                          "host api call not permitted by sandbox capability: GET /v1/items/%2e%2e\n"
+                          "host api call not permitted by sandbox capability: GET /v1/items/a/b\n"
+                          "host api call not permitted by sandbox capability: PATCH /v1/items/1\n");
+    CHECK(fake_calls(&f) == before);
+    plm_result_done(&r.res);
+    /* A target the client lets through but a frame cannot carry (over 8 KiB) is answered 403
+     * by the worker itself, as the broker would: still nothing reaches call(). */
+    run_grant("host.get('/v1/items/' + 'a'.repeat(9000)).catch(e => console.log(e.message))", 5000, &f, client, &r);
+    CHECK_STR(out_of(&r), "host api 403: forbidden by sandbox capability allowlist\n\n");
+    CHECK(fake_calls(&f) == before);
+    plm_result_done(&r.res);
+
+    /* Body passthrough: JSON.stringify's bytes exactly, UTF-8; none for an undefined body. */
+    f.echo = true;
+    run_grant("host.post('/v1/items/7', {a: 1, s: '\\u00e9\\u{1F600}', n: null}).then(v => console.log(v.m, v.t, v.n))",
+              5000, &f, client, &r);
+    CHECK_STR(out_of(&r), "POST /v1/items/7 29\n");
+    CHECK_STR(f.method, "POST");
+    CHECK(f.body_len == 29 && f.body &&
+          memcmp(f.body, "{\"a\":1,\"s\":\"\xc3\xa9\xf0\x9f\x98\x80\",\"n\":null}", 29) == 0);
+    plm_result_done(&r.res);
+    run_grant("host.put('/v1/items/7').then(v => console.log(v.m, v.n))", 5000, &f, client, &r);
+    CHECK_STR(out_of(&r), "PUT 0\n");
+    CHECK(f.body_len == 0 && f.body_null);
+    plm_result_done(&r.res);
+    /* Over 1 MiB: 1 MiB + 1 bytes are carried, so the broker can answer 413 itself. */
+    run_grant("host.post('/v1/items/1', 'x'.repeat((1 << 20) + 50)).then(v => console.log(v.n))", 10000, &f, client,
+              &r);
+    CHECK_STR(out_of(&r), "1048577\n");
+    CHECK(f.body_len == QF_HOST_BODY_MAX && f.body && f.body[0] == '"' && f.body[QF_HOST_BODY_MAX - 1] == 'x');
+    plm_result_done(&r.res);
+    /* A large answer (4 MiB, the cap) arrives whole. */
+    {
+        size_t big = QF_HOST_REPLY_MAX;
+        char *txt = malloc(big + 1);
+        memset(txt, 'y', big);
+        txt[0] = '"';
+        txt[big - 1] = '"';
+        txt[big] = 0;
+        fake_answer(&f, 200, txt);
+        run_grant("host.get('/v1/text').then(v => console.log(v.length))", 10000, &f, client, &r);
+        CHECK_STR(out_of(&r), "4194302\n");
+        plm_result_done(&r.res);
+        /* Over the cap, or a status outside 100..599, breaks provider.h's contract: 502. */
+        txt[big - 1] = 'y';
+        f.reply_len = big + 1;
+        txt[big] = '"';
+        run_grant("host.get('/v1/text').catch(e => console.log(e.message))", 10000, &f, client, &r);
+        CHECK_STR(out_of(&r), "host api 502: host api unavailable\n\n");
+        plm_result_done(&r.res);
+        free(txt);
+        fake_answer(&f, 700, "{}");
+        run_grant("host.get('/v1/text').catch(e => console.log(e.message))", 5000, &f, client, &r);
+        CHECK_STR(out_of(&r), "host api 502: host api unavailable\n\n");
+        plm_result_done(&r.res);
+    }
+
+    /* 300 calls in one run: every one reaches call(), in order. */
+    f.echo = true;
+    before = fake_calls(&f);
+    int64_t t0 = now_ms();
+    run_grant("let ok = 0; for (let i = 0; i < 300; i++) { const v = await host.get('/v1/items/' + i);"
+              " if (v.t === '/v1/items/' + i) ok++ } console.log(ok)",
+              20000, &f, client, &r);
+    printf("# 300 host calls in one run: %lld ms\n", (long long)(now_ms() - t0));
+    CHECK(r.rc == 0 && r.res.js.exit_code == 0);
+    CHECK_STR(out_of(&r), "300\n");
+    CHECK(fake_calls(&f) - before == 300);
+    plm_result_done(&r.res);
+
+    /* Host calls on the virtual clock: a timer still fires, the call inside it still answers. */
+    run_grant("setTimeout(async () => { const v = await host.get('/v1/items/t');"
+              " console.log(v.t, performance.now() >= 2000) }, 2000)",
+              5000, &f, client, &r);
+    CHECK(r.rc == 0 && r.res.js.exit_code == 0 && r.ms < 1500);
+    CHECK_STR(out_of(&r), "/v1/items/t true\n");
+    plm_result_done(&r.res);
+
+    /* The preamble runs after the client, at global scope; a throwing one is the run's error. */
+    char *pre = make_client("var fromPreamble = typeof host;");
+    run_grant("console.log(fromPreamble)", 5000, &f, pre, &r);
+    CHECK_STR(out_of(&r), "object\n");
+    plm_result_done(&r.res);
+    free(pre);
+    pre = make_client("throw new Error('bad preamble')");
+    run_grant("console.log('never')", 5000, &f, pre, &r);
+    CHECK(r.rc == 0 && r.res.js.exit_code == 1 && strncmp(err_of(&r), "Uncaught Error: bad preamble", 28) == 0);
+    CHECK(r.res.js.out.len == 0);
+    plm_result_done(&r.res);
+    free(pre);
+
+    /* A run with a grant, then one without: no host, no transport. */
+    run(CODE_NO_HOST, 5000, &r);
+    CHECK(r.rc == 0);
+    CHECK_STR(out_of(&r), "undefined undefined\n");
+    plm_result_done(&r.res);
+    fake_done(&f);
+
+    /* The deadline passes while call() is blocked upstream: a timed-out result with the output
+     * so far, at the deadline (the broker is not waited for), and the call is let go when the
+     * grant ends, as grant_end does after the run. */
+    fake_init(&f);
+    f.block = true;
+    run_grant("console.log('before'); host.get('/v1/items/slow').then(() => console.log('answered'))", 500, &f, client,
+              &r);
+    printf("# deadline during a host call: %lld ms\n", (long long)r.ms);
+    CHECK(r.rc == 0 && r.res.js.timed_out && r.res.js.exit_code == 124);
+    CHECK_STR(out_of(&r), "before\n");
+    CHECK(r.ms >= 450 && r.ms < 1000);
+    CHECK(fake_calls(&f) == 1);
+    plm_result_done(&r.res);
+    fake_done(&f);
+
+    /* A grant name without the capability is a daemon bug: fail closed, nothing runs. */
+    {
+        struct plm_request req = {.protocol = 3, .kind = PLM_KIND_JAVASCRIPT};
+        req.js.code = "console.log(1)";
+        req.js.grant_profile = "test";
+        struct plm_run_ctx ctx = {.caller = "alice", .timeout_ms = 5000};
+        memset(&r, 0, sizeof r);
+        r.rc = prov->ops->run_javascript(prov, &ctx, &req, &r.res, &r.err);
+        CHECK(r.rc < 0 && r.err.kind == PLM_E_INTERNAL && r.res.js.out.len == 0);
+    }
+    free(client);
+}
+
+struct grant_conc {
+    struct fake_api *f;
+    const char *client;
+    int ok;
+};
+
+static void *grant_conc_main(void *arg)
+{
+    struct grant_conc *g = arg;
+    for (int i = 0; i < 10; i++) {
+        struct run r;
+        run_grant("let n = 0; for (let i = 0; i < 5; i++) n += (await host.get('/v1/items/' + i)).t.length;"
+                  " console.log(n)",
+                  10000, g->f, g->client, &r);
+        g->ok += r.rc == 0 && strcmp(out_of_copy(&r), "55\n") == 0;
+        plm_result_done(&r.res);
+    }
+    return NULL;
+}
+
+/* Grant runs from 4 threads at once: each run's calls stay its own. */
+static void test_grants_concurrent(void)
+{
+    char *client = make_client(NULL);
+    struct fake_api f;
+    fake_init(&f);
+    f.echo = true;
+    struct grant_conc g[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        g[i] = (struct grant_conc){.f = &f, .client = client};
+        pthread_create(&t[i], NULL, grant_conc_main, &g[i]);
+    }
+    int ok = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        ok += g[i].ok;
+    }
+    CHECK(ok == 40 && fake_calls(&f) == 200);
+    fake_done(&f);
+    free(client);
+}
+
+/* A worker that calls the host without a grant (offered the transport, but the run has no
+ * api) breaks the protocol: killed at once, an infrastructure error, not a hang. */
+static void test_host_call_without_grant(void)
+{
+    struct qjs_pool *pool = qjs_provider_pool(prov);
+    struct plm_js_result res;
+    struct plm_err err = {0};
+    int64_t ms = 0, t0 = now_ms();
+    const char *code = "console.log('x'); __plimsoll_host_send('GET', '/v1/items/1'); console.log('answered')";
+    int rc = mon_run_js(pool, code, strlen(code), "", NULL, 5000, &res, &ms, &err);
+    printf("# host call without a grant: %s (%lld ms)\n", err.msg, (long long)(now_ms() - t0));
+    CHECK(rc < 0 && err.kind == PLM_E_INTERNAL && err.refusal == PLM_REFUSAL_NONE);
+    CHECK(strstr(err.msg, "broke the protocol") != NULL);
+    CHECK(res.out.len == 0 && now_ms() - t0 < 2000);
+    /* A transport offered with an over-cap client is refused before any worker is taken. */
+    char *big = malloc(QF_CLIENT_MAX + 2);
+    memset(big, ' ', QF_CLIENT_MAX + 1);
+    big[QF_CLIENT_MAX + 1] = 0;
+    rc = mon_run_js(pool, "1", 1, big, NULL, 5000, &res, &ms, &err);
+    CHECK(rc < 0 && err.refusal == PLM_REFUSAL_UNSUPPORTED);
+    free(big);
 }
 
 /* The child worker that has used the most CPU (the spinning one), or -1. */
@@ -631,6 +1180,11 @@ int main(void)
     test_limits();
     test_filter_direct();
     test_killed_mid_run();
+    int64_t tg = now_ms();
+    test_grants();
+    test_host_call_without_grant();
+    test_grants_concurrent();
+    printf("# grants: %lld ms\n", (long long)(now_ms() - tg));
     test_other_configs(worker);
     test_concurrency_and_leaks();
     plm_provider_free(prov);

@@ -12,8 +12,8 @@
 #define ROW(sys, arg, why) { SCMP_SYS(sys), #sys, arg, why }
 
 const struct wk_rule wk_allow[] = {
-    ROW(read,           WK_SOCK_ONLY, "the request frame from the monitor socket"),
-    ROW(write,          WK_SOCK_ONLY, "READY and RESULT frames to the monitor socket"),
+    ROW(read,           WK_SOCK_ONLY, "the request frame (and a grant's HOST_REPLYs) from the monitor socket"),
+    ROW(write,          WK_SOCK_ONLY, "READY, RESULT (and a grant's HOST_CALLs) to the monitor socket"),
     ROW(brk,            WK_ANY,       "glibc malloc main-arena growth (QuickJS heap)"),
     ROW(mmap,           WK_NO_EXEC,   "glibc malloc for large blocks; never PROT_EXEC"),
     ROW(munmap,         WK_ANY,       "glibc free of large blocks"),

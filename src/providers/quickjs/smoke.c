@@ -41,7 +41,7 @@ static void check_snippet(struct qjs_pool *p, struct plm_evidence *ev, const cha
     struct plm_js_result r;
     struct plm_err err = {0};
     int64_t ms = 0;
-    if (mon_run_js(p, code, strlen(code), timeout_ms, &r, &ms, &err) < 0) {
+    if (mon_run_js(p, code, strlen(code), NULL, NULL, timeout_ms, &r, &ms, &err) < 0) {
         ev_add_check(ev, name, expected, false, "error: %.120s", err.msg);
         return;
     }

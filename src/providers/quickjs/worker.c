@@ -1,10 +1,12 @@
 /* worker.c: the QuickJS worker, fork to exit (STYLE.md §9).
  * Owns: fd 3 (its socket to the monitor), one engine, one request.
- * Trusts: monitor frames only after qf_hdr_decode()/qf_run_decode(); nothing in the snippet.
+ * Trusts: monitor frames only after qf_hdr_decode()/qf_run_decode()/qf_host_reply_decode();
+ *   nothing in the snippet. With a grant, the only way out is a HOST_CALL frame on the same
+ *   socket: the worker holds no credential, only the client text and the broker's answers.
  * Invariant: the filter is loaded (wk_confine) before the engine starts and before any request
  *   byte is read, with the socket the only descriptor; the worker answers exactly one request
- *   and exits, and every failure before a RESULT is a distinct exit status, never a partial
- *   answer. */
+ *   and exits (host calls are questions inside that request, one outstanding at a time), and
+ *   every failure before a RESULT is a distinct exit status, never a partial answer. */
 #include "worker.h"
 
 #include <errno.h>
@@ -57,6 +59,43 @@ static int send_frame(uint16_t type, uint64_t seq, const uint8_t *payload, uint3
     if (write_full(h, sizeof h) < 0)
         return -1;
     return len ? write_full(payload, len) : 0;
+}
+
+/* The grant's transport (jsrt_host_fn): one HOST_CALL, then block until its HOST_REPLY. Nothing
+ * else may arrive meanwhile; anything malformed ends the worker (the monitor reports it). */
+static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len, const uint8_t *path, size_t path_len,
+                      const uint8_t *body, size_t body_len, struct jsrt_host_reply *out)
+{
+    /* Caps were checked by the caller (jsrt.c); the sum is at most qf_max_len(QF_HOST_CALL). */
+    uint8_t fixed[QF_HOST_CALL_FIXED];
+    qf_host_call_encode_fixed(fixed, call_no, (uint32_t)method_len, (uint32_t)path_len, (uint32_t)body_len);
+    uint32_t len = (uint32_t)(QF_HOST_CALL_FIXED + method_len + path_len + body_len);
+    uint8_t h[QF_HDR_LEN];
+    qf_hdr_encode(h, &(struct qf_hdr){.len = len, .type = QF_HOST_CALL, .flags = 0, .seq = request_seq});
+    if (write_full(h, sizeof h) < 0 || write_full(fixed, sizeof fixed) < 0 || write_full(method, method_len) < 0 ||
+        write_full(path, path_len) < 0 || write_full(body, body_len) < 0)
+        _exit(WK_EXIT_IO);
+
+    struct qf_hdr rh;
+    uint8_t hb[QF_HDR_LEN];
+    if (read_full(hb, sizeof hb) < 0)
+        _exit(WK_EXIT_IO);
+    /* Fail closed: only the reply to this run, bounded by its cap before the allocation. */
+    if (qf_hdr_decode(hb, &rh) < 0 || rh.type != QF_HOST_REPLY || rh.seq != request_seq)
+        _exit(WK_EXIT_PROTOCOL);
+    uint8_t *payload = malloc(rh.len);
+    if (!payload)
+        _exit(WK_EXIT_MEMORY);
+    if (read_full(payload, rh.len) < 0)
+        _exit(WK_EXIT_IO);
+    struct qf_host_reply rep;
+    if (qf_host_reply_decode(payload, rh.len, &rep) < 0 || rep.call_no != call_no)
+        _exit(WK_EXIT_PROTOCOL);
+    *out = (struct jsrt_host_reply){.status = rep.status,
+                                    .deadline = (rep.flags & QF_HR_DEADLINE) != 0,
+                                    .body = rep.body,
+                                    .body_len = rep.body_len,
+                                    .buf = payload};
 }
 
 /* The end of every run (jsrt_finish_fn): one RESULT frame, then exit. The output buffers were
@@ -123,6 +162,16 @@ void wk_worker_main(int sock, const struct wk_params *p)
     struct qf_run run;
     if (qf_run_decode(payload, h.len, &run) < 0)
         _exit(WK_EXIT_PROTOCOL);
-    /* run.code points into payload, which is NUL-terminated just past the code. */
-    jsrt_run(rt, (const char *)run.code, run.code_len, run.timeout_ms);
+    /* run.code points into payload, which is NUL-terminated just past the code; the engine needs
+     * the client NUL-terminated too, so it gets its own copy. */
+    char *client = NULL;
+    if (run.flags & QF_RUN_GRANT) {
+        client = malloc((size_t)run.client_len + 1);
+        if (!client)
+            _exit(WK_EXIT_MEMORY);
+        memcpy(client, run.client, run.client_len);
+        client[run.client_len] = 0;
+    }
+    jsrt_run(rt, (const char *)run.code, run.code_len, run.timeout_ms, client, run.client_len,
+             (run.flags & QF_RUN_GRANT) ? host_call : NULL);
 }

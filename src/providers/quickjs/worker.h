@@ -12,6 +12,7 @@
 #define WK_EXIT_ENGINE 121   /* the engine could not start: no request was read */
 #define WK_EXIT_PROTOCOL 122 /* the monitor's frame was malformed */
 #define WK_EXIT_IO 123       /* the socket failed */
+#define WK_EXIT_MEMORY 125   /* no memory for a request or a host reply (124 is a timeout's) */
 
 struct wk_params {
     pid_t monitor_pid;          /* the daemon: our parent through CLONE_PARENT */

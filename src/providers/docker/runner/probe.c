@@ -67,7 +67,10 @@ static const char *errname(int e)
     }
 }
 
-static void out(const char *key, const char *value) { printf("%s=%s\n", key, value); }
+static void out(const char *key, const char *value)
+{
+    printf("%s=%s\n", key, value);
+}
 
 /* "ok" when the call returned >= 0 (the wall did not hold), otherwise the errno name. */
 static void res(const char *key, long r)
@@ -153,8 +156,8 @@ static void writable(void)
 {
     static char seen[128][256];
     int n_seen = 0;
-    static const char *fixed[] = {"/", "/etc", "/usr", "/var", "/root", "/home", "/opt", "/run", "/srv",
-                                  "/mnt", "/media", "/dev", "/var/tmp", "/usr/local", NULL};
+    static const char *fixed[] = {"/",    "/etc", "/usr",   "/var", "/root",    "/home",      "/opt", "/run",
+                                  "/srv", "/mnt", "/media", "/dev", "/var/tmp", "/usr/local", NULL};
     for (int i = 0; fixed[i] && n_seen < 128; i++)
         snprintf(seen[n_seen++], sizeof seen[0], "%s", fixed[i]);
     FILE *f = fopen("/proc/self/mountinfo", "r");

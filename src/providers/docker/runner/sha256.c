@@ -15,7 +15,10 @@ static const uint32_t K[64] = {
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
 
-static uint32_t ror(uint32_t x, unsigned n) { return x >> n | x << (32 - n); }
+static uint32_t ror(uint32_t x, unsigned n)
+{
+    return x >> n | x << (32 - n);
+}
 
 static void block(struct rs_sha256 *c, const uint8_t *p)
 {
@@ -27,8 +30,7 @@ static void block(struct rs_sha256 *c, const uint8_t *p)
         uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
         w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3], e = c->h[4], f = c->h[5], g = c->h[6],
-             h = c->h[7];
+    uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3], e = c->h[4], f = c->h[5], g = c->h[6], h = c->h[7];
     for (int i = 0; i < 64; i++) {
         uint32_t t1 = h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
         uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & cc) ^ (b & cc));
@@ -111,7 +113,10 @@ void rs_hmac_init(struct rs_hmac *m, const uint8_t *key, size_t key_len)
     explicit_bzero(pad, sizeof pad);
 }
 
-void rs_hmac_update(struct rs_hmac *m, const void *data, size_t len) { rs_sha256_update(&m->inner, data, len); }
+void rs_hmac_update(struct rs_hmac *m, const void *data, size_t len)
+{
+    rs_sha256_update(&m->inner, data, len);
+}
 
 void rs_hmac_final(struct rs_hmac *m, uint8_t out[RS_SHA256_LEN])
 {

@@ -34,14 +34,14 @@
 /* tag, space, up to 8 length digits, space, 64 hex, newline (providers.md says 96; a maximal
  * length needs 99, so the cap is 100). */
 #define RW_FRAME_HEADER_MAX 100u
-#define RW_PLAN_MAX (6u * 1024 * 1024)          /* 4 MiB files + 20 x 16 KiB steps + paths */
-#define RW_STDOUT_MAX (16u * 1024 * 1024)       /* (spec) host reads at most this much */
-#define RW_REPORT_BODY_MAX (16u * 1024 * 1024)  /* (spec) canonical length 0..16 MiB */
-#define RW_RESULT_BUDGET (15u * 1024 * 1024)    /* (spec) whole encoded result */
-#define RW_STEP_STREAM_MAX (1u * 1024 * 1024)   /* (spec) per stream per step */
-#define RW_STEP_ENCODED_MAX (3u * 1024 * 1024)  /* (spec) one encoded step */
+#define RW_PLAN_MAX (6u * 1024 * 1024)           /* 4 MiB files + 20 x 16 KiB steps + paths */
+#define RW_STDOUT_MAX (16u * 1024 * 1024)        /* (spec) host reads at most this much */
+#define RW_REPORT_BODY_MAX (16u * 1024 * 1024)   /* (spec) canonical length 0..16 MiB */
+#define RW_RESULT_BUDGET (15u * 1024 * 1024)     /* (spec) whole encoded result */
+#define RW_STEP_STREAM_MAX (1u * 1024 * 1024)    /* (spec) per stream per step */
+#define RW_STEP_ENCODED_MAX (3u * 1024 * 1024)   /* (spec) one encoded step */
 #define RW_ARTIFACT_TOTAL_MAX (8u * 1024 * 1024) /* (spec) all artifact bytes */
-#define RW_COMMAND_MAX (16u * 1024)             /* (spec) recorded command */
+#define RW_COMMAND_MAX (16u * 1024)              /* (spec) recorded command */
 #define RW_ERROR_MAX 1024u
 #define RW_FILES_MAX 200u
 #define RW_STEPS_MAX 20u
@@ -117,7 +117,10 @@ static inline bool rw_magic(struct rw_reader *r, const char *magic)
 }
 
 /* True when nothing went wrong and every byte was consumed. */
-static inline bool rw_done(const struct rw_reader *r) { return !r->bad && r->off == r->len; }
+static inline bool rw_done(const struct rw_reader *r)
+{
+    return !r->bad && r->off == r->len;
+}
 
 static inline void rw_put_u32(uint8_t *p, uint32_t v)
 {

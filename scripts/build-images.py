@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""build-images.py: builds the docker provider's images from this host's own files, without a
+registry, through the Docker Engine API's image import (POST /images/create?fromSrc=-) on the
+local unix socket. Never the docker CLI.
+
+  plimsoll/snippet:latest  node and its shared libraries, /bin/sh (dash), /usr/bin/env
+  plimsoll/project:latest  the same plus coreutils, plimsoll-runner and plimsoll-probe (static C,
+                           compiled here from src/providers/docker/runner/)
+
+Each image is one deterministic tar (sorted entries, mtime 0, owner root), labelled
+org.plimsoll.inputs=<SHA-256 of that tar>; when an image with the wanted tag already carries the
+same label nothing is imported. Reading ~200 MB to learn that takes seconds, so a cheap
+fingerprint of the inputs (every path, its size, mtime and mode, the runner's sources, CFLAGS and
+the compiler's version) is labelled too (org.plimsoll.fingerprint) and checked first. /etc/passwd and /etc/group hold root and nobody only, so the guest
+uid never has an entry. There is no /work in either image: the provider mounts a tmpfs there, and
+dockerd copies an existing directory's mode (0755, root) onto it, which would make it read-only
+for the guest. Standard library only.
+
+Usage: scripts/build-images.py [--snippet-tag T] [--project-tag T] [--force] [--quiet]
+"""
+import argparse
+import hashlib
+import http.client
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.parse
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+RUNNER_SRC = os.path.join(ROOT, "src", "providers", "docker", "runner")
+API = "/v1.41"
+LABEL = "org.plimsoll.inputs"
+FP_LABEL = "org.plimsoll.fingerprint"
+# As src/providers/docker/meson.build builds them (static-pie: ASLR for the runner and its key).
+CFLAGS = ["-std=gnu17", "-O2", "-static-pie", "-fPIE", "-Wall", "-Wextra", "-Werror", "-Wformat=2", "-Wvla",
+          "-D_GNU_SOURCE", "-U_FORTIFY_SOURCE", "-D_FORTIFY_SOURCE=3", "-fstack-protector-strong",
+          "-fstack-clash-protection", "-Wl,-z,relro,-z,now,-z,noexecstack", "-ffile-prefix-map=%s=." % ROOT]
+if os.uname().machine == "x86_64":
+    CFLAGS.append("-fcf-protection=full")
+PASSWD = b"root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+GROUP = b"root:x:0:\nnogroup:x:65534:\n"
+
+
+def die(msg):
+    print("build-images: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def socket_path():
+    host = os.environ.get("DOCKER_HOST", "")
+    if not host:
+        return "/var/run/docker.sock"
+    if host.startswith("unix://"):
+        return host[len("unix://"):]
+    if host.startswith("/"):
+        return host
+    die("DOCKER_HOST=%r is not a local unix socket; images are imported only over a local socket" % host)
+
+
+class UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=600):
+        super().__init__("localhost", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.path)
+        self.sock = s
+
+
+def api(sock, method, path, body=None, headers=None, timeout=600):
+    conn = UnixConnection(sock, timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+LDD_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "plimsoll",
+                         "ldd.json")
+
+
+def ldd_closure(binaries):
+    """{binary: [shared objects]}. ldd runs the loader over each file (seconds for coreutils), so
+    answers are cached per binary under its (size, mtime, inode); a changed binary is asked again."""
+    try:
+        with open(LDD_CACHE) as f:
+            cache = json.load(f)
+    except (OSError, ValueError):
+        cache = {}
+    stamps = {}
+    for b in binaries:
+        st = os.stat(b)
+        stamps[b] = "%d:%d:%d" % (st.st_size, st.st_mtime_ns, st.st_ino)
+    todo = [b for b in binaries if (cache.get(b) or {}).get("stamp") != stamps[b]]
+    if todo:
+        for b, libs in ldd_run(todo).items():
+            cache[b] = {"stamp": stamps[b], "libs": libs}
+        try:
+            os.makedirs(os.path.dirname(LDD_CACHE), exist_ok=True)
+            with open(LDD_CACHE + ".tmp", "w") as f:
+                json.dump(cache, f)
+            os.replace(LDD_CACHE + ".tmp", LDD_CACHE)
+        except OSError:
+            pass  # a cache we cannot write only costs time
+    return {b: cache[b]["libs"] for b in binaries}
+
+
+def ldd_run(binaries):
+    """{binary: [shared objects]} from one ldd call (ldd prints a "path:" section per file)."""
+    out = subprocess.run(["ldd"] + list(binaries), capture_output=True, text=True).stdout
+    libs, cur = {b: [] for b in binaries}, binaries[0] if len(binaries) == 1 else None
+    for line in out.splitlines():
+        if not line.startswith(("\t", " ")) and line.endswith(":"):
+            cur = line[:-1]
+            continue
+        parts = line.split()
+        if "not found" in line:
+            die("%s: %s" % (cur, line.strip()))
+        if "=>" in parts:
+            i = parts.index("=>")
+            if i + 1 < len(parts) and parts[i + 1].startswith("/"):
+                libs.setdefault(cur, []).append(parts[i + 1])
+        elif parts and parts[0].startswith("/"):
+            libs.setdefault(cur, []).append(parts[0])
+    return libs
+
+
+class HostFile:
+    """A host file whose bytes are read only when the tar is built."""
+
+    def __init__(self, path, st):
+        self.path = path
+        self.stamp = (path, st.st_size, st.st_mtime_ns, st.st_mode, st.st_ino)
+
+    def __call__(self):
+        with open(self.path, "rb") as f:
+            data = f.read()
+        if len(data) != self.stamp[1]:
+            die("%s changed while the image was built" % self.path)
+        return data
+
+
+class Tree:
+    """The image's file system: path -> ('dir', mode) | ('sym', target) | ('file', mode, bytes)."""
+
+    def __init__(self):
+        self.e = {}
+
+    def mkdir(self, path, mode=0o755):
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            p = "/" + "/".join(parts[:i])
+            kind = self.e.get(p)
+            if kind is None:
+                self.e[p] = ("dir", mode if i == len(parts) else 0o755)
+            elif kind[0] == "sym":
+                die("%s is a symlink in the image; cannot use it as a directory" % p)
+
+    def data(self, path, content, mode=0o644):
+        """content: bytes, or a callable returning them (read only when the tar is built)."""
+        self.mkdir(os.path.dirname(path))
+        self.e[path] = ("file", mode, content)
+
+    def fingerprint(self, extra=b""):
+        h = hashlib.sha256(extra)
+        for path in sorted(self.e):
+            kind = self.e[path]
+            h.update(repr((path, kind[0], kind[1] if kind[0] != "file" else kind[1])).encode())
+            if kind[0] == "file":
+                c = kind[2]
+                h.update(c if isinstance(c, bytes) else repr(c.stamp).encode())
+        return h.hexdigest()
+
+    def host(self, path, dest=None, depth=0):
+        """Copies a host path, reproducing every symlink on the way (merged /usr, /bin/sh)."""
+        if depth > 16:
+            die("too many symlinks resolving " + path)
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            p = "/" + "/".join(parts[:i])
+            if os.path.islink(p):
+                target = os.readlink(p)
+                self.mkdir(os.path.dirname(p)) if i > 1 else None
+                self.e[p] = ("sym", target)
+                base = os.path.dirname(p)
+                resolved = os.path.normpath(target if target.startswith("/") else os.path.join(base, target))
+                rest = parts[i:]
+                return self.host(resolved + ("/" + "/".join(rest) if rest else ""), dest, depth + 1)
+        if os.path.isdir(path):
+            self.mkdir(path)
+            return
+        st = os.stat(path)
+        self.data(dest or path, HostFile(path, st), st.st_mode & 0o755)
+
+    def binaries(self, paths):
+        for path, libs in ldd_closure(paths).items():
+            self.host(path)
+            for lib in libs:
+                self.host(lib)
+
+    def tar(self):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as t:
+            for path in sorted(self.e):
+                kind = self.e[path]
+                info = tarfile.TarInfo(path.lstrip("/"))
+                info.mtime = 0
+                info.uid = info.gid = 0
+                info.uname = info.gname = "root"
+                if kind[0] == "dir":
+                    info.type = tarfile.DIRTYPE
+                    info.mode = kind[1]
+                    t.addfile(info)
+                elif kind[0] == "sym":
+                    info.type = tarfile.SYMTYPE
+                    info.linkname = kind[1]
+                    info.mode = 0o777
+                    t.addfile(info)
+                else:
+                    data = kind[2] if isinstance(kind[2], bytes) else kind[2]()
+                    info.mode = kind[1]
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+
+def base_tree():
+    t = Tree()
+    for d, mode in (("/tmp", 0o1777), ("/dev", 0o755), ("/proc", 0o555), ("/sys", 0o555), ("/root", 0o700)):
+        t.mkdir(d, mode)
+    t.data("/etc/passwd", PASSWD)
+    t.data("/etc/group", GROUP)
+    for f in ("/etc/hostname", "/etc/hosts", "/etc/resolv.conf"):
+        t.data(f, b"")
+    t.binaries(["/bin/sh", "/usr/bin/env", "/usr/bin/node"])
+    return t
+
+
+def runner_stamp():
+    """What the static binaries are made from: sources, flags and the compiler."""
+    cc = os.environ.get("CC", "cc")
+    h = hashlib.sha256(repr(CFLAGS).encode())
+    h.update(subprocess.run([cc, "--version"], capture_output=True).stdout)
+    for name in sorted(os.listdir(RUNNER_SRC)):
+        with open(os.path.join(RUNNER_SRC, name), "rb") as f:
+            h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+class Compiled:
+    """A static binary compiled from runner/ only when the tar is built."""
+
+    def __init__(self, name, sources, outdir, stamp):
+        self.name, self.sources, self.outdir = name, sources, outdir
+        self.stamp = (name, stamp)
+
+    def __call__(self):
+        return compile_static(self.name, self.sources, self.outdir)
+
+
+def compile_static(name, sources, outdir):
+    out = os.path.join(outdir, name)
+    cc = os.environ.get("CC", "cc")
+    cmd = [cc] + CFLAGS + ["-o", out] + [os.path.join(RUNNER_SRC, s) for s in sources]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if r.returncode != 0:
+        die("compiling %s failed:\n%s" % (name, r.stderr))
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def coreutils():
+    r = subprocess.run(["dpkg", "-L", "coreutils"], capture_output=True, text=True)
+    if r.returncode != 0:
+        die("coreutils is not installed (dpkg -L coreutils failed)")
+    out = []
+    for p in r.stdout.split():
+        if (p.startswith("/usr/bin/") or p.startswith("/bin/")) and os.path.isfile(p) and os.access(p, os.X_OK):
+            out.append(p)
+    return sorted(set(out))
+
+
+def inspect(sock, tag):
+    st, body = api(sock, "GET", API + "/images/%s/json" % urllib.parse.quote(tag, safe=""))
+    if st != 200:
+        return None
+    return json.loads(body)
+
+
+def build(sock, tag, tree, kind, quiet):
+    fp = tree.fingerprint(kind.encode())
+    old = inspect(sock, tag)
+    labels = ((old or {}).get("Config") or {}).get("Labels") or {}
+    if old and labels.get(FP_LABEL) == fp:
+        if not quiet:
+            print("build-images: %s is up to date (%s)" % (tag, old["Id"]))
+        return old["Id"]
+    tar = tree.tar()
+    return import_image(sock, tag, tar, hashlib.sha256(tar).hexdigest(), fp, kind, quiet, old)
+
+
+def import_image(sock, tag, tar, digest, fp, kind, quiet, old):
+    labels = ((old or {}).get("Config") or {}).get("Labels") or {}
+    if old and labels.get(LABEL) == digest and labels.get(FP_LABEL) == fp:
+        if not quiet:
+            print("build-images: %s is up to date (%s)" % (tag, old["Id"]))
+        return old["Id"]
+    repo, _, t = tag.rpartition(":")
+    if not repo or "/" in t:
+        repo, t = tag, "latest"
+    q = [("fromSrc", "-"), ("repo", repo), ("tag", t), ("changes", "LABEL %s=%s" % (LABEL, digest)),
+         ("changes", "LABEL %s=%s" % (FP_LABEL, fp)), ("changes", "LABEL org.plimsoll.image=%s" % kind)]
+    path = API + "/images/create?" + urllib.parse.urlencode(q)
+    st, body = api(sock, "POST", path, body=tar, headers={"Content-Type": "application/x-tar"})
+    if st != 200:
+        die("import %s: HTTP %d: %s" % (tag, st, body[:500].decode("utf-8", "replace")))
+    for line in body.decode("utf-8", "replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if "error" in obj or "errorDetail" in obj:
+            die("import %s: %s" % (tag, obj.get("error") or obj.get("errorDetail")))
+    new = inspect(sock, tag)
+    if not new or ((new.get("Config") or {}).get("Labels") or {}).get(LABEL) != digest:
+        die("import %s: the imported image does not carry the input label" % tag)
+    if old and old["Id"] != new["Id"]:
+        api(sock, "DELETE", API + "/images/%s" % old["Id"])  # untagged now; 409 while a container uses it
+    if not quiet:
+        print("build-images: %s = %s" % (tag, new["Id"]))
+    return new["Id"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--snippet-tag", default="plimsoll/snippet:latest")
+    ap.add_argument("--project-tag", default="plimsoll/project:latest")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args()
+    sock = socket_path()
+    try:
+        st, body = api(sock, "GET", "/_ping", timeout=10)
+    except OSError as e:
+        die("dockerd does not answer on %s: %s" % (sock, e))
+    if st != 200:
+        die("dockerd on %s answered /_ping with HTTP %d" % (sock, st))
+    if not os.path.exists("/usr/bin/node"):
+        die("/usr/bin/node is missing: apt-get install nodejs")
+
+    build(sock, args.snippet_tag, base_tree(), "snippet", args.quiet)
+
+    project = base_tree()
+    project.binaries(coreutils())
+    stamp = runner_stamp()
+    with tempfile.TemporaryDirectory() as tmp:
+        project.data("/opt/plimsoll/runner", Compiled("plimsoll-runner", ["runner.c", "sha256.c"], tmp, stamp), 0o755)
+        project.data("/opt/plimsoll/probe", Compiled("plimsoll-probe", ["probe.c"], tmp, stamp), 0o755)
+        build(sock, args.project_tag, project, "project", args.quiet)
+
+
+if __name__ == "__main__":
+    main()
