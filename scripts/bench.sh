@@ -1,7 +1,9 @@
 #!/bin/bash
 # make bench: loopback figures for bench/README.md, measured side by side in one run.
 #  1. Describe and a below-floor refusal (disabled provider) at concurrency 1 and 8;
-#  2. quickjs snippet runs at concurrency 1 and 8, against spawning `node -e` with the same snippet.
+#  2. quickjs snippet runs at concurrency 1 and 8, against spawning `node -e` with the same snippet;
+#  3. one brokered host call against a direct call (grants); 4. with BENCH_DOCKER=1, the docker
+#     provider against `docker run --rm` (bench/docker_bench.sh).
 # Prints one JSON line per measurement; never asserts a time.
 set -euo pipefail
 BUILD=${1:-build}
@@ -81,4 +83,17 @@ PY
     else
         echo '{"path":"node -e","skipped":"node is not installed"}'
     fi
+fi
+
+# 3. Grants: the latency the broker adds to one host call, against a direct call to the same
+#    loopback upstream (broker core in-process, then end to end through the daemon).
+"$BUILD/bench/broker_bench" 3000
+providers=quickjs
+[ "${BENCH_DOCKER:-0}" = 1 ] && providers="quickjs docker"
+# shellcheck disable=SC2086
+python3 bench/grant_bench.py "$BUILD" $providers
+
+# 4. Docker (BENCH_DOCKER=1; needs `make images`): daemon against `docker run --rm`, runc and runsc.
+if [ "${BENCH_DOCKER:-0}" = 1 ]; then
+    bench/docker_bench.sh "$BUILD"
 fi

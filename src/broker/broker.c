@@ -43,6 +43,7 @@ struct brk_run {
     struct curl_slist *hdr_body;  /* headers for a call with a body (carry the token) */
     struct curl_slist *hdr_empty; /* headers without a body, and for probes */
     atomic_bool ended;
+    atomic_uint refs; /* the owner's (brk_run_free) plus one per brk_run_hold */
     uint32_t inflight;
     uint32_t calls;     /* budget: every attempt that got past the capacity check */
     uint32_t *cap_used; /* per g->caps */
@@ -192,6 +193,7 @@ struct brk_run *brk_run_new(const struct brk_profile *p, const char *caller, uin
     pthread_cond_init(&r->idle, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&r->ended, false);
+    atomic_init(&r->refs, 1u);
     r->call_timeout_ms = BRK_CALL_TIMEOUT_MS;
     r->connect_timeout_ms = BRK_CONNECT_TIMEOUT_MS;
     r->probe_timeout_ms = BRK_PROBE_TIMEOUT_MS;
@@ -276,8 +278,20 @@ void brk_run_free(struct brk_run *run)
     if (!run)
         return;
     brk_run_end(run);
-    /* Calls still inside brk_call hold pointers into the run; they were cancelled by End, so
-     * this wait ends within libcurl's progress tick (or the call timeout at worst). */
+    brk_run_release(run);
+}
+
+void brk_run_hold(struct brk_run *run)
+{
+    atomic_fetch_add(&run->refs, 1u);
+}
+
+void brk_run_release(struct brk_run *run)
+{
+    if (!run || atomic_fetch_sub(&run->refs, 1u) != 1u)
+        return;
+    /* Holders never keep a call open past their release, but a caller without a hold could
+     * still be inside brk_call; it was cancelled by End, so this wait is bounded. */
     pthread_mutex_lock(&run->mu);
     while (run->inflight > 0)
         pthread_cond_wait(&run->idle, &run->mu);

@@ -23,8 +23,8 @@
  * Steps 3-4: the budget counts allowed and refused attempts alike, but not capacity refusals.
  *
  * Threads: brk_call may run on any number of threads at once (16 get a slot, the rest are
- * refused); brk_run_end may run concurrently with calls. brk_run_free must not race with anything
- * on the same run. */
+ * refused); brk_run_end may run concurrently with calls. A thread that may call after the owner's
+ * brk_run_free holds a reference (brk_run_hold/brk_run_release). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,9 +92,13 @@ void brk_call(struct brk_run *run, const char *method, const char *raw_target, c
  * for calls in flight so the trace is complete. Idempotent; accepts NULL. Providers call it when
  * the run's code ends, before taking the trace. */
 void brk_run_end(struct brk_run *run);
-/* Ends the run if needed, waits for every call still inside brk_call to return (they are
- * cancelled, so this is bounded), wipes the credential and frees everything. Accepts NULL. */
+/* The owner's release: ends the run, then drops the owner's reference. The memory (and the
+ * wiped credential) goes with the last reference. Accepts NULL. */
 void brk_run_free(struct brk_run *run);
+/* A transport thread that may reach brk_call after the owner freed the run holds a reference
+ * (taken while the owner's is still alive) and releases it when it is done with the run. */
+void brk_run_hold(struct brk_run *run);
+void brk_run_release(struct brk_run *run);
 
 /* The name of the run's profile (owned by the run), for audit lines and metrics. */
 const char *brk_run_profile_name(const struct brk_run *run);

@@ -432,7 +432,7 @@ static void t_breaker(void)
 struct thr {
     struct brk_run *r;
     const char *method, *target;
-    int status;
+    int status, late_status;
     atomic_int *done;
     pthread_barrier_t *go;
 };
@@ -704,6 +704,35 @@ static void t_credentials(void)
     done_run(r);
 }
 
+/* A transport thread's hold outlives the owner's free: its call in flight is cancelled, a later
+ * call is refused as ended, and the memory goes with the last release (ASan checks the rest). */
+static void *held_main(void *arg)
+{
+    struct thr *th = arg;
+    thr_main(th);
+    struct brk_reply rep;
+    brk_call(th->r, "GET", "/v1/items/1", NULL, 0, &rep);
+    th->late_status = rep.status;
+    brk_reply_done(&rep);
+    brk_run_release(th->r);
+    return NULL;
+}
+
+static void t_hold(void)
+{
+    struct brk_run *r = new_run(STD_FIELDS);
+    struct thr th = {.r = r, .method = "GET", .target = "/v1/hang"};
+    brk_run_hold(r);
+    pthread_t tid;
+    pthread_create(&tid, NULL, held_main, &th);
+    CHECK(tu_wait_count(&up, "/v1/hang", 1, 5000));
+    done_run(r); /* the owner lets go while the call hangs upstream */
+    pthread_join(tid, NULL);
+    CHECK(th.status == 502);
+    CHECK(th.late_status == 503);
+    CHECK(tu_count(&up, NULL) == 1);
+}
+
 int main(void)
 {
     /* Proxy variables must be ignored: if they were used, every call would fail. */
@@ -716,7 +745,7 @@ int main(void)
         UNIT_SKIP("cannot listen on 127.0.0.1");
     void (*tests[])(void) = {t_forwarding, t_denied_targets, t_redirect,   t_frozen,      t_oversized, t_budget,
                              t_trace_cap,  t_breaker,        t_route_caps, t_concurrency, t_timeout,   t_end,
-                             t_body_limit, t_content_type,   t_credentials};
+                             t_body_limit, t_content_type,   t_credentials, t_hold};
     for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {
         uint64_t t0 = now_ms();
         tests[i]();

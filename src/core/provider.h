@@ -49,10 +49,16 @@ struct plm_host_api {
     const char *profile;      /* profile name, for logs only */
     const char *client_js;    /* never NULL when a grant is present */
     const char *node_preload; /* never NULL when a grant is present */
-    /* Thread-safe, callable until the run's code has ended. method and raw_target are exactly
-     * as the guest sent them; body may be NULL when len is 0. Always fills out. */
+    /* Thread-safe. method and raw_target are exactly as the guest sent them; body may be NULL
+     * when len is 0. Always fills out. After the run's code has ended every call is refused
+     * (503 "host api grant has ended"), but cb_ctx itself is freed when the run returns unless
+     * held: a transport thread that may still be inside, or about to enter, `call` once
+     * run_javascript/run_project has returned must hold(cb_ctx) while the run is live (before it
+     * hands the call to that thread) and release(cb_ctx) when it is done with it. */
     void (*call)(void *cb_ctx, const char *method, const char *raw_target, const uint8_t *body, size_t len,
                  struct plm_host_reply *out);
+    void (*hold)(void *cb_ctx);
+    void (*release)(void *cb_ctx);
     void *cb_ctx;
 };
 

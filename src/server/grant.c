@@ -43,6 +43,16 @@ static void host_call(void *cb_ctx, const char *method, const char *raw_target, 
     brk_reply_done(&r);
 }
 
+static void host_hold(void *cb_ctx)
+{
+    brk_run_hold(cb_ctx);
+}
+
+static void host_release(void *cb_ctx)
+{
+    brk_run_release(cb_ctx);
+}
+
 int grant_begin(struct grant *g, const char *caller, uint32_t budget_ms, struct plm_err *err)
 {
     if (!g->profile)
@@ -57,7 +67,8 @@ int grant_begin(struct grant *g, const char *caller, uint32_t budget_ms, struct 
         return plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building the host api client");
     }
     g->api = (struct plm_host_api){.profile = brk_run_profile_name(g->run), .client_js = g->client_js,
-                                   .node_preload = g->node_preload, .call = host_call, .cb_ctx = g->run};
+                                   .node_preload = g->node_preload, .call = host_call, .hold = host_hold,
+                                   .release = host_release, .cb_ctx = g->run};
     return 0;
 }
 

@@ -235,7 +235,9 @@ static int copy_bytes(struct plm_bytes *dst, const uint8_t *src, uint32_t n)
  * cancels the upstream request within about a second. A call whose helper has not yet begun
  * it when it is abandoned is never begun (CALL_PENDING -> CALL_CANCELLED), so no call starts
  * after run_javascript returns. The helper never touches the run or ctx: it holds copies of
- * the callback and of the request. */
+ * the callback and of the request, and a hold on cb_ctx (plm_host_api.hold) taken here while
+ * the run is live, so a call still in flight when the daemon ends the grant finds its broker
+ * ended (503), never freed. */
 
 enum { CALL_PENDING, CALL_CALLING, CALL_DONE, CALL_CANCELLED };
 
@@ -246,6 +248,7 @@ struct mon_call {
     uint32_t call_no;
     void (*call)(void *cb_ctx, const char *method, const char *raw_target, const uint8_t *body, size_t len,
                  struct plm_host_reply *out);
+    void (*release)(void *cb_ctx); /* NULL when the API has no hold */
     void *cb_ctx;
     char method[QF_HOST_METHOD_MAX + 1]; /* NUL-terminated copies of checked text */
     char *path;
@@ -278,6 +281,8 @@ static void *call_main(void *arg)
         ssize_t k = write(c->efd, &one, sizeof one);
         (void)k; /* cannot fail on a fresh eventfd; the state is what counts */
     }
+    if (c->release)
+        c->release(c->cb_ctx);
     call_unref(c);
     return NULL;
 }
@@ -345,6 +350,10 @@ static int call_start(struct mon_run *run, const struct qf_host_call *hc, uint8_
     atomic_init(&c->refs, 2);
     pthread_attr_t attr;
     pthread_t t;
+    if (run->api->hold && run->api->release) {
+        run->api->hold(c->cb_ctx);
+        c->release = run->api->release;
+    }
     int r = pthread_attr_init(&attr);
     if (r == 0) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -352,6 +361,8 @@ static int call_start(struct mon_run *run, const struct qf_host_call *hc, uint8_
         pthread_attr_destroy(&attr);
     }
     if (r != 0) {
+        if (c->release)
+            c->release(c->cb_ctx);
         atomic_store(&c->refs, 1);
         call_unref(c);
         return -1;
