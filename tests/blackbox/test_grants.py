@@ -20,6 +20,7 @@ class Upstream:
 
     def __init__(self):
         self.seen = []
+        self.hung = threading.Event()
         outer = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -28,6 +29,15 @@ class Upstream:
                 body = self.rfile.read(n) if n else b""
                 outer.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
                                    "body": body})
+                if self.path == "/v1/items/redirect":
+                    self.send_response(302)
+                    self.send_header("Location", "http://127.0.0.1:1/steal")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if self.path == "/v1/items/hang":
+                    outer.hung.wait(20)
+                    return
                 if self.path.startswith("/v1/items/"):
                     data = json.dumps({"id": self.path.rsplit("/", 1)[1], "method": self.command}).encode()
                     self.send_response(200)
@@ -50,6 +60,7 @@ class Upstream:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self):
+        self.hung.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -75,7 +86,12 @@ class Grants(WireCase):
                 "allowed_callers": ["alice"],
                 "scopes": ["items:read"],
                 "token": {"type": "static", "env": "ITEMS_TOKEN"},
-                "max_calls": 5}}}, f)
+                "max_calls": 5},
+                "bulk": {
+                "base_url": "http://127.0.0.1:%d" % cls.up.port,
+                "allow": ["GET /v1/items/*"],
+                "allowed_callers": ["alice"],
+                "token": {"type": "static", "env": "ITEMS_TOKEN"}}}}, f)
         cls.d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": cls.clients,
                         "PLIMSOLL_GRANTS_FILE": cls.grants, "ITEMS_TOKEN": TOKEN, "SANDBOX_RATE_PER_MIN": "0"})
 
@@ -138,6 +154,90 @@ class Grants(WireCase):
         import base64
         self.assertEqual(base64.b64decode(json.loads(data)["javascript"]["stdout"]), b"5 3\n")
         self.assertEqual(len(self.up.seen) - n0, 5)
+
+    def stdout_of(self, data):
+        import base64
+        return base64.b64decode(json.loads(data).get("javascript", {}).get("stdout", "")).decode()
+
+    def test_attack_targets_never_leave(self):
+        """The issue's attacks: each is refused and the upstream sees none of them."""
+        n0 = len(self.up.seen)
+        targets = ["/v1/items/%2e%2e", "/v1/items/%2E%2E", "/v1/items/%2f", "/v1/items/..;", "/v1/items/..",
+                   "/v1//items/1", "//v1/items/1", "/v1/items\\1", "/v1/items/t\u00f6k", "/v1/items/1?x=1",
+                   "/v1/items/1#f", "/v1/items", "/v1/items/1/2", "/v1/items/;x", "v1/items/1", ""]
+        code = ('(async () => { const t = %s; let refused = 0;'
+                ' for (const p of t) { try { await host.get(p) } catch (e) { refused++ } }'
+                ' console.log(refused + "/" + t.length) })()' % json.dumps(targets))
+        st, _, data, _ = self.grant_run(code)
+        self.assertEqual(st, 200, data)
+        self.assertEqual(self.stdout_of(data), "%d/%d\n" % (len(targets), len(targets)))
+        self.assertEqual(self.up.seen[n0:], [])
+
+    def test_token_never_reaches_the_guest(self):
+        """Everything the guest can reach: globals, the client's source, process, its own errors."""
+        code = r"""
+(async () => {
+  const seen = new Set(), visited = new Set();
+  const walk = (o, depth) => {
+    if (depth > 4 || o === null || (typeof o !== "object" && typeof o !== "function") || visited.has(o)) return;
+    visited.add(o);
+    for (const k of Reflect.ownKeys(o)) {
+      let v; try { v = o[k] } catch (e) { continue }
+      seen.add(String(k));
+      if (typeof v === "string") seen.add(v);
+      if (typeof v === "function") {
+        try { const t = Function.prototype.toString.call(v); if (!t.includes("[native code]")) seen.add(t) } catch (e) {}
+      }
+      walk(v, depth + 1);
+    }
+  };
+  walk(globalThis, 0);
+  try { seen.add(JSON.stringify(typeof process === "object" ? process.env : null)) } catch (e) {}
+  try { await host.get("/v1/items/7").then(r => seen.add(JSON.stringify(r))) } catch (e) { seen.add(e.message) }
+  try { await host.get("/v1/admin") } catch (e) { seen.add(e.message) }
+  console.log([...seen].join("\n"));
+})()"""
+        st, _, data, _ = self.grant_run(code)
+        self.assertEqual(st, 200, data)
+        out = self.stdout_of(data)
+        self.assertFalse(json.loads(data)["javascript"].get("stdoutTruncated"), "the probe's output was cut")
+        self.assertIn('"id":"7"', out)  # the probe did run and reach the upstream
+        self.assertIn("host api call not permitted", out)
+        self.assertNotIn(TOKEN, out)
+        self.assertNotIn(TOKEN, data.decode("utf-8", "replace"))
+
+    def test_300_calls_and_64_at_once(self):
+        """Default budget 256: 300 calls give 256 answers and 44 refusals; 64 calls at once finish."""
+        n0 = len(self.up.seen)
+        code = ('(async () => { let ok = 0, no = 0;'
+                ' const one = p => host.get(p).then(() => ok++, e => { no++ });'
+                ' await Promise.all(Array.from({length: 64}, (_, i) => one("/v1/items/" + i)));'
+                ' for (let i = 64; i < 300; i++) await one("/v1/items/" + i);'
+                ' console.log(ok + " " + no) })()')
+        msg = {"protocol": 3, "javascript": {"code": code, "grantProfile": "bulk", "timeoutMs": "20000"}}
+        st, _, data, _ = self.d.call("Run", msg, token="alice-tok")
+        self.assertEqual(st, 200, data)
+        self.assertEqual(self.stdout_of(data), "256 44\n")
+        self.assertEqual(len(self.up.seen) - n0, 256)
+
+    def test_redirect_is_not_followed(self):
+        code = 'host.get("/v1/items/redirect").then(() => console.log("ok"), e => console.log(e.message))'
+        st, _, data, _ = self.grant_run(code)
+        self.assertEqual(st, 200, data)
+        self.assertTrue(self.stdout_of(data).startswith("host api 302"), self.stdout_of(data))
+
+    def test_upstream_that_never_answers(self):
+        """The run ends at its deadline although its host call hangs; the daemon stays responsive and
+        the grant ends (the broker cancels the call)."""
+        code = 'host.get("/v1/items/hang").then(() => console.log("answered"))'
+        msg = {"protocol": 3, "javascript": {"code": code, "grantProfile": "bulk", "timeoutMs": "1000"}}
+        import time
+        t0 = time.monotonic()
+        st, _, data, _ = self.d.call("Run", msg, token="alice-tok")
+        self.assertEqual(st, 200, data)
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertTrue(json.loads(data)["javascript"].get("timedOut"), data)
+        self.assertEqual(self.d.call("Describe", {}, token="alice-tok")[0], 200)
 
     def test_no_grant_no_host(self):
         st, _, data, _ = self.d.call("Run", js("console.log(typeof host)"), token="alice-tok")
