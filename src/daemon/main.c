@@ -107,6 +107,7 @@ int main(int argc, char **argv)
         return die("provider", &err);
     }
     int rc = 1;
+    static struct rpc_counters counters;
     struct adm *adm = NULL;
     struct srv *srv = NULL;
     if ((p->ops->preflight && p->ops->preflight(p, &err) < 0)) {
@@ -129,7 +130,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "plimsolld: out of memory\n");
         goto out;
     }
-    static struct rpc_counters counters;
+    if (grants && grants->n && !(counters.host_calls = calloc(grants->n, sizeof *counters.host_calls))) {
+        fprintf(stderr, "plimsolld: out of memory\n");
+        goto out;
+    }
     struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
                             .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters},
                             .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024};
@@ -152,6 +156,7 @@ out:
     srv_free(srv);
     adm_free(adm);
     plm_provider_free(p);
+    free(counters.host_calls);
     brk_profiles_free(grants);
     auth_free(auth);
     return rc;

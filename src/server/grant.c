@@ -78,12 +78,17 @@ void grant_end(struct grant *g, json_t *audit)
         return;
     brk_run_end(g->run);
     struct brk_trace t = {0};
-    if (audit && brk_run_trace(g->run, &t, NULL) == 0) {
-        json_object_set_new(audit, "grant_profile", json_string(brk_run_profile_name(g->run)));
-        json_object_set_new(audit, "host_calls_allowed", json_integer((json_int_t)t.allowed));
-        json_object_set_new(audit, "host_calls_denied", json_integer((json_int_t)t.denied));
-        json_object_set_new(audit, "host_calls_shed", json_integer((json_int_t)t.shed));
+    if (brk_run_trace(g->run, &t, NULL) == 0) {
+        g->allowed = t.allowed;
+        g->denied = t.denied;
+        g->shed = t.shed;
         brk_trace_done(&t);
+    }
+    if (audit) {
+        json_object_set_new(audit, "grant_profile", json_string(brk_run_profile_name(g->run)));
+        json_object_set_new(audit, "host_calls_allowed", json_integer((json_int_t)g->allowed));
+        json_object_set_new(audit, "host_calls_denied", json_integer((json_int_t)g->denied));
+        json_object_set_new(audit, "host_calls_shed", json_integer((json_int_t)g->shed));
     }
     brk_run_free(g->run);
     g->run = NULL;

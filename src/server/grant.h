@@ -13,6 +13,7 @@ struct grant {
     struct brk_run *run;
     char *client_js, *node_preload;
     struct plm_host_api api;
+    uint64_t allowed, denied, shed; /* host calls, filled by grant_end */
 };
 
 /* The grant profile the request names ("" for none). */
@@ -23,5 +24,6 @@ int grant_select(const struct brk_profiles *ps, const struct plm_request *r, con
                  struct plm_err *err);
 /* Mints the run's credential and builds the capability; a failure is a pre-dispatch refusal. */
 int grant_begin(struct grant *g, const char *caller, uint32_t budget_ms, struct plm_err *err);
-/* Ends the grant (later guest calls are refused), adds its counters to the audit fields, frees. */
+/* Ends the grant (later guest calls are refused), keeps its host-call counts in g and adds them
+ * to the audit fields, frees. */
 void grant_end(struct grant *g, json_t *audit);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../broker/profiles.h"
 #include "log.h"
 
 static atomic_uint_fast64_t shed_decode;
@@ -36,6 +37,30 @@ void metrics_readyz_failed(const char *detail)
         json_object_set_new(f, "detail", d ? d : json_string("(not UTF-8)"));
         log_event("warning", "not_ready", f);
     }
+}
+
+/* Profile names are validated identifiers at load, so they are safe as label values. Takes
+ * body; returns the longer text, or NULL out of memory. */
+static char *append_host_calls(char *body, const struct brk_profiles *ps, const struct rpc_host_calls *hc)
+{
+    char *out = NULL;
+    if (asprintf(&out, "%s# TYPE plimsoll_host_calls_total counter\n", body) < 0)
+        out = NULL;
+    free(body);
+    for (size_t i = 0; out && i < ps->n; i++) {
+        char *next = NULL;
+        if (asprintf(&next,
+                     "%splimsoll_host_calls_total{profile=\"%s\",verdict=\"allowed\"} %llu\n"
+                     "plimsoll_host_calls_total{profile=\"%s\",verdict=\"denied\"} %llu\n"
+                     "plimsoll_host_calls_total{profile=\"%s\",verdict=\"shed\"} %llu\n",
+                     out, ps->v[i].name, (unsigned long long)atomic_load(&hc[i].allowed), ps->v[i].name,
+                     (unsigned long long)atomic_load(&hc[i].denied), ps->v[i].name,
+                     (unsigned long long)atomic_load(&hc[i].shed)) < 0)
+            next = NULL;
+        free(out);
+        out = next;
+    }
+    return out;
 }
 
 static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -67,6 +92,8 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *conn, const 
                      (unsigned long long)adm_shed_count(env->adm, ADM_SHED_RATE),
                      (unsigned long long)atomic_load(&shed_decode)) < 0)
             body = NULL;
+        if (body && env->grants && c->host_calls)
+            body = append_host_calls(body, env->grants, c->host_calls);
     }
     if (!body)
         return MHD_NO;

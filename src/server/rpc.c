@@ -349,6 +349,12 @@ void rpc_run(const struct rpc_env *env, const struct principal *who, const char 
                  ? env->provider->ops->run_project(env->provider, &ctx, req, &res, &err)
                  : env->provider->ops->run_javascript(env->provider, &ctx, req, &res, &err);
     grant_end(&g, au.extra); /* the grant ends with the run's code */
+    if (g.profile && env->counters->host_calls) {
+        struct rpc_host_calls *hc = &env->counters->host_calls[g.profile - env->grants->v];
+        atomic_fetch_add(&hc->allowed, g.allowed);
+        atomic_fetch_add(&hc->denied, g.denied);
+        atomic_fetch_add(&hc->shed, g.shed);
+    }
     adm_release(env->adm, who->id);
     admitted = false;
     /* A provider refusal (disabled, or its own re-check of the floor) launched nothing. */

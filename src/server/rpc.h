@@ -14,10 +14,16 @@
 
 enum rpc_fmt { RPC_JSON, RPC_PROTO };
 
+/* Host calls of granted runs, per profile (the loaded profiles' order), added when a grant ends. */
+struct rpc_host_calls {
+    atomic_uint_fast64_t allowed, denied, shed;
+};
+
 struct rpc_counters {
     atomic_uint_fast64_t dispatched; /* runs handed to the provider */
     atomic_uint_fast64_t failed;     /* infrastructure failures of dispatched runs */
     atomic_uint_fast64_t refused;    /* refusals before dispatch */
+    struct rpc_host_calls *host_calls; /* one per loaded grant profile, or NULL */
 };
 
 struct brk_profiles;

@@ -147,6 +147,8 @@ class Grants(WireCase):
 
     def test_budget(self):
         n0 = len(self.up.seen)
+        key = 'plimsoll_host_calls_total{profile="items",verdict="%s"}'
+        m0 = self.d.metrics()
         code = ('(async () => { let ok = 0, no = 0; for (let i = 0; i < 8; i++) {'
                 ' try { await host.get("/v1/items/" + i); ok++ } catch (e) { no++ } }'
                 ' console.log(ok, no) })()')
@@ -154,6 +156,10 @@ class Grants(WireCase):
         import base64
         self.assertEqual(base64.b64decode(json.loads(data)["javascript"]["stdout"]), b"5 3\n")
         self.assertEqual(len(self.up.seen) - n0, 5)
+        m1 = self.d.metrics()
+        self.assertEqual(m1[key % "allowed"] - m0[key % "allowed"], 5)
+        self.assertEqual(m1[key % "denied"] - m0[key % "denied"], 3)
+        self.assertIn('plimsoll_host_calls_total{profile="bulk",verdict="shed"}', m1)
 
     def stdout_of(self, data):
         import base64
