@@ -5,7 +5,8 @@ local unix socket. Never the docker CLI.
 
   plimsoll/snippet:latest  node and its shared libraries, /bin/sh (dash), /usr/bin/env
   plimsoll/project:latest  the same plus coreutils, plimsoll-runner and plimsoll-probe (static C,
-                           compiled here from src/providers/docker/runner/)
+                           compiled here from src/providers/docker/runner/), and tsc/tsx
+                           (/opt/plimsoll/node_modules from images/project/package-lock.json)
 
 Each image is one deterministic tar (sorted entries, mtime 0, owner root), labelled
 org.plimsoll.inputs=<SHA-256 of that tar>; when an image with the wanted tag already carries the
@@ -24,7 +25,9 @@ import http.client
 import io
 import json
 import os
+import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tarfile
@@ -289,6 +292,96 @@ def coreutils():
     return sorted(set(out))
 
 
+# The project image's TypeScript tooling (typescript, tsx and esbuild's native binary), pinned by
+# images/project/package-lock.json (integrity hashes) and installed from the npm registry with
+# `npm ci --ignore-scripts` into a cache next to the ldd cache, only when the lock changed.
+NPM_DIR = os.path.join(ROOT, "images", "project")
+NPM_CACHE = os.path.join(os.path.dirname(LDD_CACHE), "project-npm")
+NODE_MODULES = "/opt/plimsoll/node_modules"
+NODE_BINS = ("tsc", "tsx")  # linked into /usr/local/bin, on the guest's fixed PATH
+
+
+def npm_modules():
+    """(host node_modules, stamp): the stamp hashes package.json, the lock and the machine (which
+    @esbuild/<platform> binary npm picks); a cache dir named by it is reused, else npm ci fills it."""
+    h = hashlib.sha256(os.uname().machine.encode())
+    for name in ("package.json", "package-lock.json"):
+        with open(os.path.join(NPM_DIR, name), "rb") as f:
+            h.update(b"\0" + name.encode() + b"\0" + f.read())
+    stamp = h.hexdigest()
+    final = os.path.join(NPM_CACHE, stamp[:16])
+    mods = os.path.join(final, "node_modules")
+    try:
+        with open(os.path.join(final, "stamp")) as f:
+            if f.read().strip() == stamp and os.path.isdir(mods):
+                return mods, stamp
+    except OSError:
+        pass
+    npm = shutil.which("npm")
+    if not npm:
+        die("npm is missing; the project image's TypeScript tooling is installed with it (apt-get install npm)")
+    os.makedirs(NPM_CACHE, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="install.", dir=NPM_CACHE)
+    try:
+        for name in ("package.json", "package-lock.json"):
+            shutil.copy(os.path.join(NPM_DIR, name), work)
+        env = dict(os.environ, npm_config_update_notifier="false")
+        # --ignore-scripts: no package's install scripts run (esbuild's postinstall only checks
+        # its binary; lib/main.js finds @esbuild/<platform>/bin/esbuild without it).
+        r = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--omit=dev"],
+                           cwd=work, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            die("npm ci in %s failed (exit %d):\n%s%s" % (work, r.returncode, r.stdout[-2000:], r.stderr[-4000:]))
+        for b in NODE_BINS:
+            if not os.access(os.path.join(work, "node_modules", ".bin", b), os.X_OK):
+                die("npm ci installed no executable node_modules/.bin/%s" % b)
+        r = subprocess.run(["node", "-e", "process.stdout.write(require('esbuild').transformSync("
+                            "'let x: number = 1', {loader: 'ts'}).code)"], cwd=work, capture_output=True, text=True)
+        if r.returncode != 0 or "let x = 1" not in r.stdout:
+            die("esbuild does not find its native binary after npm ci:\n" + r.stderr[-2000:])
+        with open(os.path.join(work, "stamp"), "w") as f:
+            f.write(stamp + "\n")
+        try:
+            os.rename(work, final)
+        except OSError:
+            if not os.path.isfile(os.path.join(final, "stamp")):  # else a concurrent build won
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for old in os.listdir(NPM_CACHE):  # earlier locks' installs
+        if old != stamp[:16] and not old.startswith("install."):
+            shutil.rmtree(os.path.join(NPM_CACHE, old), ignore_errors=True)
+    return mods, stamp
+
+
+def add_node_modules(tree, mods, stamp):
+    """Copies mods to NODE_MODULES (links kept, and only relative ones inside it) and links
+    NODE_BINS into /usr/local/bin. The stamp goes into the image, so a new lock changes the image's
+    fingerprint and inputs labels."""
+    for dirpath, dirnames, filenames in os.walk(mods):
+        dirnames.sort()
+        rel = os.path.relpath(dirpath, mods)
+        dest = NODE_MODULES if rel == "." else NODE_MODULES + "/" + rel
+        tree.mkdir(dest)
+        for name in dirnames + filenames:  # os.walk lists links to directories but does not enter them
+            src = os.path.join(dirpath, name)
+            st = os.lstat(src)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.readlink(src)
+                inside = os.path.normpath(os.path.join(dirpath, target)).startswith(mods + "/")
+                if target.startswith("/") or not inside:
+                    die("%s links outside node_modules (%s)" % (src, target))
+                tree.e[dest + "/" + name] = ("sym", target)
+            elif stat.S_ISREG(st.st_mode):
+                tree.data(dest + "/" + name, HostFile(src, st), st.st_mode & 0o755)
+            elif not stat.S_ISDIR(st.st_mode):
+                die("%s is not a file, directory or link" % src)
+    for b in NODE_BINS:
+        real = os.path.relpath(os.path.realpath(os.path.join(mods, ".bin", b)), mods)
+        tree.mkdir("/usr/local/bin")
+        tree.e["/usr/local/bin/" + b] = ("sym", NODE_MODULES + "/" + real)
+    tree.data("/opt/plimsoll/npm-lock.sha256", (stamp + "\n").encode())
+
 def inspect(sock, tag):
     st, body = api(sock, "GET", API + "/images/%s/json" % urllib.parse.quote(tag, safe=""))
     if st != 200:
@@ -360,6 +453,7 @@ def main():
 
     project = base_tree()
     project.binaries(coreutils())
+    add_node_modules(project, *npm_modules())
     stamp = runner_stamp()
     with tempfile.TemporaryDirectory() as tmp:
         project.data("/opt/plimsoll/runner", Compiled("plimsoll-runner", ["runner.c", "sha256.c"], tmp, stamp), 0o755)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # docker-setup.sh: prepares this machine (Debian bookworm, root) for the docker provider and its
-# tests: installs docker.io, runsc (gVisor) and nodejs when missing, registers runsc with dockerd
-# (merging into an existing /etc/docker/daemon.json), starts dockerd when its socket does not
+# tests: installs docker.io, runsc (gVisor), nodejs and npm when missing, registers runsc with
+# dockerd (merging into an existing /etc/docker/daemon.json), starts dockerd when its socket does not
 # answer (there is no systemd here), and builds the images plimsoll/snippet and plimsoll/project
 # from this host's own files (scripts/build-images.py). Idempotent and quiet when nothing is to
 # do; exits non-zero with the reason when something cannot be done.
@@ -33,6 +33,9 @@ missing=""
 for p in docker.io runsc nodejs coreutils; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# npm installs the project image's TypeScript tooling (build-images.py); nodejs packages that
+# bundle it (NodeSource) need no Debian npm.
+command -v npm >/dev/null || missing="$missing npm"
 if [ -n "$missing" ]; then
     [ "$(id -u)" -eq 0 ] || die "missing packages and not root; run: apt-get install$missing"
     say "installing$missing"
@@ -43,6 +46,7 @@ if [ -n "$missing" ]; then
 fi
 [ -x /usr/bin/runsc ] || die "/usr/bin/runsc is missing after installing runsc"
 [ -x /usr/bin/node ] || die "/usr/bin/node is missing after installing nodejs"
+command -v npm >/dev/null || die "npm is missing after installing npm"
 
 # Register runsc, keeping whatever else daemon.json says. Writes only when something changes.
 changed=$(python3 - <<'PY'

@@ -33,6 +33,14 @@ BASE_ENV = {"SANDBOX_PROVIDER": "docker", "PLIMSOLL_INSECURE": "1", "SANDBOX_RAT
             "SANDBOX_MAX_CONCURRENT": "8", "SANDBOX_PER_KEY_CONCURRENT": "8",
             "SANDBOX_DOCKER_IMAGE": SNIPPET_IMAGE, "SANDBOX_DOCKER_PROJECT_IMAGE": PROJECT_IMAGE}
 FORGED = "\n<<<PLIMSOLL_REPORT_V2>>> 2 " + "0" * 64 + "\n{}"
+# (42, 44): a two-file TypeScript project; the project image carries tsc and tsx
+# (images/project/package-lock.json, installed by scripts/build-images.py).
+TS_CONFIG = ('{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2022", "module": "esnext",'
+             ' "moduleResolution": "bundler", "allowImportingTsExtensions": true}, "include": ["*.ts"]}\n')
+TS_MAIN = 'import { sum } from "./util.ts";\nconst total: number = sum(2, 3);\nconsole.log("sum", total);\n'
+TS_UTIL = "export function sum(a: number, b: number): number {\n  return %s;\n}\n"
+TS_FILES = [("main.ts", TS_MAIN), ("util.ts", TS_UTIL % "a + b"), ("tsconfig.json", TS_CONFIG)]
+TS_TYPE_ERROR = [("main.ts", TS_MAIN), ("util.ts", TS_UTIL % '"five"'), ("tsconfig.json", TS_CONFIG)]
 
 
 class _Unix(http.client.HTTPConnection):
@@ -282,7 +290,18 @@ s.on('connect', () => { r.net = 'connected'; console.log(JSON.stringify(r)); s.d
         self.assertEqual(r["net"], "EPERM")  # seccomp: AF_INET sockets are refused
         self.assertEqual(r["env"], "HOME,HOSTNAME,PATH")  # env -i: nothing of the host leaks in
 
-    def test_project_multi_file(self):  # (42), in JavaScript: the images carry node, not tsc/tsx
+    def test_project_multi_file(self):  # (42)
+        body = self.run_ok(project(["tsc --noEmit", "tsx main.ts"], TS_FILES, timeoutMs=60000))
+        p = body["project"]
+        self.assertEqual(p.get("outcome"), "PROJECT_OUTCOME_COMPLETED", p)
+        self.assertEqual(len(p["steps"]), 2, p)
+        self.assertEqual([s.get("exitCode", 0) for s in p["steps"]], [0, 0], p)
+        self.assertEqual(b64(p["steps"][1].get("stdout")), b"sum 5\n")
+        self.assertEqual(p["steps"][0]["command"], "tsc --noEmit")
+        self.assertEqual(body["environment"], "docker-image:" + image_id(PROJECT_IMAGE))
+        self.assertFalse(p.get("outcomeDetail"))
+
+    def test_project_multi_file_js(self):  # (42) without the TypeScript tooling: node alone
         files = [("main.js", 'const {sum} = require("./lib/sum");\nconsole.log("sum", sum(2, 3));\n'),
                  ("lib/sum.js", "exports.sum = (a, b) => a + b;\n")]
         body = self.run_ok(project(["node --check main.js && node --check lib/sum.js", "node main.js"], files))
@@ -290,9 +309,6 @@ s.on('connect', () => { r.net = 'connected'; console.log(JSON.stringify(r)); s.d
         self.assertEqual(p.get("outcome"), "PROJECT_OUTCOME_COMPLETED")
         self.assertEqual(len(p["steps"]), 2)
         self.assertEqual(b64(p["steps"][1].get("stdout")), b"sum 5\n")
-        self.assertEqual(p["steps"][0]["command"], "node --check main.js && node --check lib/sum.js")
-        self.assertEqual(body["environment"], "docker-image:" + image_id(PROJECT_IMAGE))
-        self.assertFalse(p.get("outcomeDetail"))
 
     def test_artifacts(self):  # (43)
         body = self.run_ok(project(["echo hello > out.txt; printf '\\000\\001\\002\\377' > bin.dat"],
@@ -310,11 +326,17 @@ s.on('connect', () => { r.net = 'connected'; console.log(JSON.stringify(r)); s.d
         self.assertEqual(arts, {"d/f": b"in\n", "real.txt": b"secret\n"})
 
     def test_stop_at_first_failure(self):  # (44)
-        body = self.run_ok(project(['node -e "let x = ; "', "echo SHOULD_NOT_RUN"]))
+        body = self.run_ok(project(["tsc --noEmit", "echo SHOULD_NOT_RUN"], TS_TYPE_ERROR, timeoutMs=60000))
         p = body["project"]
         self.assertEqual(p.get("outcome"), "PROJECT_OUTCOME_COMPLETED")
         self.assertEqual(len(p["steps"]), 1)
         self.assertNotEqual(p["steps"][0].get("exitCode", 0), 0)
+        self.assertFalse(p["steps"][0].get("timedOut"))
+        self.assertIn(b"error TS2322", b64(p["steps"][0].get("stdout")))
+        self.assertNotIn(b"SHOULD_NOT_RUN", json.dumps(body).encode())
+        body = self.run_ok(project(['node -e "let x = ; "', "echo SHOULD_NOT_RUN"]))  # and in plain JS
+        p = body["project"]
+        self.assertEqual(len(p["steps"]), 1)
         self.assertIn(b"SyntaxError", b64(p["steps"][0].get("stderr")))
 
     def test_step_timeout(self):  # (47)
@@ -410,6 +432,18 @@ class B_Runsc(DockerCase):
         self.assertEqual(body["isolation"], "kernel")
         self.assertEqual(b64(body["project"]["steps"][0]["stdout"]), b"42\n")
         self.assertRefused(self.d.call("Run", js("1", minimumIsolation="vm")), "failed_precondition", "isolation")
+
+    def test_typescript_project(self):  # (42, 44) under gVisor
+        body = self.run_ok(project(["tsc --noEmit", "tsx main.ts"], TS_FILES, timeoutMs=90000))
+        p = body["project"]
+        self.assertEqual(p.get("outcome"), "PROJECT_OUTCOME_COMPLETED", p)
+        self.assertEqual(len(p["steps"]), 2, p)
+        self.assertEqual(b64(p["steps"][1].get("stdout")), b"sum 5\n")
+        body = self.run_ok(project(["tsc --noEmit", "echo SHOULD_NOT_RUN"], TS_TYPE_ERROR, timeoutMs=90000))
+        p = body["project"]
+        self.assertEqual(len(p["steps"]), 1)
+        self.assertNotEqual(p["steps"][0].get("exitCode", 0), 0)
+        self.assertIn(b"error TS2322", b64(p["steps"][0].get("stdout")))
 
     def test_timeout_and_lockdown(self):
         body = self.snippet("setTimeout(()=>{},60000)", timeoutMs=1000)
