@@ -32,11 +32,12 @@ int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const str
         return -1;
     if (tier_check_floor(dock_tier(s), ctx->floor, err) < 0)
         return -1;
-    /* Grants reach a container only through the broker socket, which this provider does not
-     * mount yet (a later issue); a granted run must not start as if it were isolated. */
-    if (ctx->host_api)
+    /* Grants reach a container only through the per-run socket (hostsock.h), and only once the
+     * startup proof saw a container reach a mounted socket; otherwise a granted run must not
+     * start as if it were isolated. */
+    if (ctx->host_api && (!atomic_load(&s->grants_proven) || !ctx->host_api->call))
         return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                           "the docker provider does not carry host-API grants yet; nothing ran");
+                           "the docker provider did not prove its host-API socket at startup; nothing ran");
     if (atomic_load(&s->repointed))
         return plm_err_set(err, 0, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
                            "an image tag now points at an image this daemon did not prove at startup; nothing ran");
@@ -74,6 +75,7 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     d->tier = dock_tier(s);
     d->supports_project = true;
     bool proven = atomic_load(&s->proven);
+    d->supports_javascript_grants = d->supports_project_grants = proven && atomic_load(&s->grants_proven);
     if (proven) {
         snprintf(d->javascript.identity, sizeof d->javascript.identity, "docker-image:%s", s->id[DOCK_SNIPPET]);
         snprintf(d->project.identity, sizeof d->project.identity, "docker-image:%s", s->id[DOCK_PROJECT]);
@@ -123,6 +125,9 @@ static void state_free(struct dock_state *s)
     if (!s)
         return;
     dock_bg_stop(s); /* drains the pool and the removal queue */
+    /* Runs are over; a grant-socket thread may still be finishing a call it held (hostsock.c).
+     * It touches nothing of ours, but a clean exit waits for it, briefly. */
+    dock_hostsock_quiesce(3000);
     free(s->pending);
     for (int k = 0; k < 2; k++) {
         for (size_t i = 0; i < s->n_env[k]; i++)
@@ -254,6 +259,13 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
         return -1;
     l->seccomp = s->runsc ? NULL : s->seccomp; /* (spec) under runc only */
 
+    if (c->grant_dir && *c->grant_dir) {
+        if (c->grant_dir[0] != '/' || strlen(c->grant_dir) >= sizeof s->grant_dir)
+            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                               "grant socket directory \"%s\": expected an absolute path under %zu bytes", c->grant_dir,
+                               sizeof s->grant_dir);
+        snprintf(s->grant_dir, sizeof s->grant_dir, "%s", c->grant_dir);
+    }
     s->warm[DOCK_SNIPPET] = c->warm < 0 ? 0 : c->warm ? c->warm : 2;
     s->warm[DOCK_PROJECT] = c->warm < 0 ? 0 : c->warm ? c->warm : 1;
     for (int k = 0; k < 2; k++)

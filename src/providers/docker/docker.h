@@ -25,6 +25,9 @@ struct dock_config {
                                 * local unix socket is accepted ("remote daemon" otherwise) */
     int warm;                  /* started, never-used containers kept per image: 0 = default (2 for
                                 * snippets, 1 for projects), < 0 = none */
+    const char *grant_dir;     /* where each granted run's private socket directory is made; NULL
+                                * or "" = $RUNTIME_DIRECTORY, else /run/plimsoll, else /tmp
+                                * (hostsock.h). dockerd must see the same path. */
 };
 
 /* Checks the configuration (images, uid rules, disk budget, seccomp profile, DOCKER_HOST) and

@@ -30,7 +30,7 @@ static json_t *spec_for(const char *runtime, const char *seccomp, enum dock_kind
     return dock_spec(&l, k,
                      "sha256:"
                      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-                     argv, 10, 1234567890, "feedfacefeedface");
+                     argv, 10, 1234567890, "feedfacefeedface", NULL);
 }
 
 static bool has_string(json_t *arr, const char *s)
@@ -119,6 +119,27 @@ static void test_lockdown(void)
         seen_sec |= strstr(ev.confinement[i], "seccomp shipped") != NULL;
     }
     CHECK(seen_mem && seen_sec);
+
+    /* a granted run: the same walls plus exactly the two bind mounts */
+    const char *argv[] = {"-i", "PATH=/usr/bin:/bin", "/bin/sh", "-c", "script", "sh", "m", "-", "node", "-"};
+    struct dock_grant_paths g = {"/run/plimsoll/plimsoll-broker-abc/host-api.sock",
+                                 "/run/plimsoll/plimsoll-broker-abc/host-api.mjs"};
+    j = dock_spec(&l, DOCK_SNIPPET, "sha256:00", argv, 10, 1, "feedfacefeedface", &g);
+    h = json_object_get(j, "HostConfig");
+    json_t *m = json_object_get(h, "Mounts");
+    CHECK(json_array_size(m) == 2 && json_object_get(h, "Binds") == NULL);
+    json_t *m0 = json_array_get(m, 0), *m1 = json_array_get(m, 1);
+    CHECK_STR(json_string_value(json_object_get(m0, "Type")), "bind");
+    CHECK_STR(json_string_value(json_object_get(m0, "Source")), g.sock);
+    CHECK_STR(json_string_value(json_object_get(m0, "Target")), "/run/host-api.sock");
+    CHECK(json_is_false(json_object_get(m0, "ReadOnly"))); /* connect(2) needs write access */
+    CHECK_STR(json_string_value(json_object_get(m1, "Source")), g.preload);
+    CHECK_STR(json_string_value(json_object_get(m1, "Target")), "/run/plimsoll-host.mjs");
+    CHECK(json_is_true(json_object_get(m1, "ReadOnly")));
+    CHECK_STR(json_string_value(json_object_get(json_object_get(m1, "BindOptions"), "Propagation")), "rprivate");
+    CHECK_STR(json_string_value(json_object_get(h, "NetworkMode")), "none"); /* (spec) even with a grant */
+    CHECK(json_is_true(json_object_get(j, "NetworkDisabled")) && json_is_true(json_object_get(h, "ReadonlyRootfs")));
+    json_decref(j);
 }
 
 /* ---- the shipped seccomp profile (providers.md §3.2, §8 item 30) ------------------------------- */
@@ -791,6 +812,7 @@ static void test_constructor(void)
         p->ops->describe(p, &d);
         CHECK_STR(d.sandbox, "docker");
         CHECK(d.evidence == NULL && !strcmp(d.policy, "") && d.supports_project);
+        CHECK(!d.supports_javascript_grants && !d.supports_project_grants); /* nothing proved yet */
         CHECK(d.javascript.default_timeout_ms == 5000 && d.javascript.max_timeout_ms == 30000);
         CHECK(d.project.default_timeout_ms == 30000 && d.project.max_timeout_ms == 120000);
         CHECK(d.memory_mb == 256 && d.pids == 256 && d.cpus == 1.0 && d.disk_mb == 160);
@@ -821,6 +843,9 @@ static void test_constructor(void)
     bad = c;
     bad.seccomp_path = "/nonexistent/profile.json";
     CHECK(dock_provider_new(&bad, &e) == NULL);
+    bad = c;
+    bad.grant_dir = "relative/dir";
+    CHECK(dock_provider_new(&bad, &e) == NULL && strstr(e.msg, "grant socket directory"));
     bad = c;
     bad.runtime = "run sc";
     CHECK(dock_provider_new(&bad, &e) == NULL);

@@ -13,6 +13,7 @@
 #include "../../core/provider.h"
 #include "docker.h"
 #include "frames.h"
+#include "hostsock.h"
 
 #define DOCK_API "/v1.41"                           /* pinned: Docker 20.10+; newer daemons still serve it */
 #define DOCK_LABEL "org.plimsoll.sandbox"           /* value: the provider instance id */
@@ -96,15 +97,21 @@ int dock_container_inspect(const struct dock_engine *e, const char *id, json_t *
 bool dock_id_ok(const char *id); /* 64 lowercase hex */
 
 /* ---- lockdown.c: the container spec, the seccomp profile, the uid and disk rules --------------- */
+/* A granted run's host paths (hostsock.h): bind-mounted at DOCK_HS_SOCK_IN (read-write, so the
+ * guest can connect) and DOCK_HS_PRELOAD_IN (read-only). NULL everywhere = a run without grant. */
+struct dock_grant_paths {
+    const char *sock, *preload;
+};
 struct dock_lockdown {
     uint32_t memory_mb, pids, tmp_mb, shm_mb, work_mb, uid;
     double cpus;
     const char *runtime; /* "runc", "runsc", ... */
     const char *seccomp; /* profile text; NULL under runsc */
 };
-/* The create body: the full lockdown plus image (by ID), argv after /usr/bin/env, labels. */
+/* The create body: the full lockdown plus image (by ID), argv after /usr/bin/env, labels, and
+ * with g the grant's two bind mounts (nothing else changes: the network stays none). */
 json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *image_id, const char *const *argv,
-                  size_t argc, int64_t deadline_unix_s, const char *instance);
+                  size_t argc, int64_t deadline_unix_s, const char *instance, const struct dock_grant_paths *g);
 /* The lockdown as evidence lines, rendered from the same struct dock_spec() reads. */
 int dock_lockdown_lines(const struct dock_lockdown *l, const char *seccomp_desc, struct plm_evidence *ev);
 /* A seccomp profile we are willing to send: JSON object, default action ERRNO/KILL/TRAP, a syscall
@@ -151,6 +158,9 @@ struct dock_state {
     /* set by smoke_test, then read-only */
     struct plm_evidence card[2]; /* [0] as proven; [1] the same at tier container */
     atomic_bool proven;
+    char grant_dir[96];        /* dock_config.grant_dir as configured ("" = automatic) */
+    char hs_base[96];          /* where granted runs make their socket directory (smoke.c) */
+    atomic_bool grants_proven; /* a container reached a mounted socket at startup (smoke.c) */
 
     /* refreshed by preflight */
     pthread_mutex_t mu; /* guards pf_ok_ms, pf_err, the removal queue, stop */
@@ -199,10 +209,13 @@ int dock_start_argv(const char *marker, const char *end, char *const *env, size_
 /* Checks the first DOCK_MARKER_LEN bytes of stderr against the marker. */
 bool dock_marker_matches(const char *marker, const uint8_t *err, size_t len);
 /* A box for kind k: a live warm one if the pool has it, else a cold start. cmd NULL = the kind's
- * default command (node - / the runner). A box whose container never printed its marker is
- * removed here and reported as an error: nothing of the caller's ran. */
+ * default command (node - / the runner). With g (a granted run) it is always a cold start: a warm
+ * container lacks the grant's mounts, and mounts cannot be added to a created container; the
+ * command then preloads the client (node --import for a snippet, NODE_OPTIONS for every project
+ * step) and the environment names the socket. A box whose container never printed its marker
+ * is removed here and reported as an error: nothing of the caller's ran. */
 int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd, bool pooled,
-                     struct dock_box **out, struct plm_err *err);
+                     const struct dock_grant_paths *g, struct dock_box **out, struct plm_err *err);
 /* Hands the container to the reapers (which remove it, retrying while dockerd is away) and
  * frees the box; NULL-safe. */
 void dock_box_release(struct dock_state *s, struct dock_box *b);
@@ -221,9 +234,11 @@ enum dock_snip_class {
 enum dock_snip_class dock_snippet_classify(bool marked, bool deadline_passed, bool have_exit);
 int dock_run_snippet(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
                      struct plm_result *out, struct plm_err *err);
-/* The run without the gate (validation, floor, readiness): smoke.c proves with it. */
-int dock_snippet_exec(struct dock_state *s, uint32_t timeout_ms, const char *code, struct plm_result *out,
-                      struct plm_err *err);
+/* The run without the gate (validation, floor, readiness): smoke.c proves with it. With api (a
+ * grant) it serves the run's socket (hostsock.h) from before the container exists until the
+ * code has ended, on every path. */
+int dock_snippet_exec(struct dock_state *s, uint32_t timeout_ms, const char *code, const struct plm_host_api *api,
+                      struct plm_result *out, struct plm_err *err);
 
 struct dock_project_end {
     bool marked, deadline_passed, have_exit;
@@ -241,8 +256,8 @@ int dock_plan_encode(const uint8_t key[RW_KEY_LEN], uint32_t step_timeout_ms, co
                      uint8_t **out, size_t *len, struct plm_err *err);
 int dock_run_project(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
                      struct plm_result *out, struct plm_err *err);
-int dock_project_exec(struct dock_state *s, uint32_t timeout_ms, const struct plm_request *req, struct plm_result *out,
-                      struct plm_err *err);
+int dock_project_exec(struct dock_state *s, uint32_t timeout_ms, const struct plm_request *req,
+                      const struct plm_host_api *api, struct plm_result *out, struct plm_err *err);
 /* Shared by both: the floor and readiness checks every run makes before launching anything. */
 int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
                   struct plm_err *err);

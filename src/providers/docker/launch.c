@@ -5,7 +5,9 @@
  * Trusts: the image ID and ENV that preflight verified; nothing the container prints.
  * Invariant: a box handed to a caller has printed its own per-call marker as the first bytes of
  * stderr and has received nothing on stdin, so the guest code has not run; a warm box is used
- * for exactly one run and never returns to the pool. The start script (providers.md §3.3) prints
+ * for exactly one run and never returns to the pool, and never serves a granted run (its mounts
+ * and command are fixed at create time: a granted run is a cold start with the grant's mounts,
+ * its preload and HOST_API_SOCKET, and nothing else different). The start script (providers.md §3.3) prints
  * the marker before any guest-influenced process exists, then execs `env -i` with a fixed PATH,
  * HOME from passwd for its uid ("/" when none), HOSTNAME, and the image's verified ENV. */
 #include <errno.h>
@@ -116,15 +118,61 @@ void dock_box_release(struct dock_state *s, struct dock_box *b)
     box_free(b);
 }
 
+#define PRELOAD_FLAG "--import=file://" DOCK_HS_PRELOAD_IN
+
+/* The environment a container of kind k starts its command with: the image's verified ENV, and
+ * for a granted run the socket's name, plus for a project the client preload in NODE_OPTIONS so
+ * that every node a step starts loads it (appended to an image's own NODE_OPTIONS, which an
+ * operator may rely on). Fills env (at most cap entries); *owned is the one string allocated
+ * here (free()). -1 when it does not fit or out of memory. */
+static int run_env(struct dock_state *s, enum dock_kind k, const struct dock_grant_paths *g, char **env, size_t cap,
+                   size_t *n, char **owned)
+{
+    static const char sock_env[] = DOCK_HS_ENV "=" DOCK_HS_SOCK_IN;
+    const char *image_opts = NULL;
+    size_t m = 0;
+    *owned = NULL;
+    for (size_t i = 0; i < s->n_env[k]; i++) {
+        const char *e = s->env[k][i];
+        if (g && !strncmp(e, DOCK_HS_ENV "=", sizeof DOCK_HS_ENV))
+            continue; /* ours names the socket */
+        if (g && k == DOCK_PROJECT && !strncmp(e, "NODE_OPTIONS=", 13)) {
+            image_opts = e + 13;
+            continue;
+        }
+        if (m == cap)
+            return -1;
+        env[m++] = s->env[k][i];
+    }
+    if (g) {
+        if (m + 2 > cap)
+            return -1;
+        env[m++] = (char *)sock_env;
+        if (k == DOCK_PROJECT) {
+            if (asprintf(owned, "NODE_OPTIONS=%s%s" PRELOAD_FLAG, image_opts ? image_opts : "",
+                         image_opts && *image_opts ? " " : "") < 0) {
+                *owned = NULL;
+                return -1;
+            }
+            env[m++] = *owned;
+        }
+    }
+    *n = m;
+    return 0;
+}
+
 static int cold_start(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd,
-                      int64_t label_deadline_s, struct dock_box **out, struct plm_err *err)
+                      const struct dock_grant_paths *g, int64_t label_deadline_s, struct dock_box **out,
+                      struct plm_err *err)
 {
     static const char *const node_cmd[] = {"node", "-"};
+    /* the snippet stays `node -` reading stdin; the client is an ES module loaded before it */
+    static const char *const node_grant_cmd[] = {"node", PRELOAD_FLAG, "-"};
     static const char *const runner_cmd[] = {DOCK_RUNNER_PATH};
     bool wrapped = k == DOCK_SNIPPET && !cmd; /* node - runs under the script's end line */
     if (!cmd) {
-        cmd = k == DOCK_SNIPPET ? node_cmd : runner_cmd;
-        n_cmd = k == DOCK_SNIPPET ? 2 : 1;
+        cmd = k == DOCK_PROJECT ? runner_cmd : g ? node_grant_cmd : node_cmd;
+        n_cmd = k == DOCK_PROJECT ? 1 : g ? 3 : 2;
     }
     struct dock_box *b = calloc(1, sizeof *b);
     if (!b)
@@ -152,20 +200,23 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
         snprintf(b->end, sizeof b->end, DOCK_END_PREFIX "%.32s", hex);
     }
 
-    const char *argv[8 + 64 + 8];
-    size_t argc = 0;
-    if (n_cmd > 8 || s->n_env[k] > 64 ||
-        dock_start_argv(b->marker, b->end, s->env[k], s->n_env[k], cmd, n_cmd, argv, sizeof argv / sizeof *argv,
-                        &argc) < 0) {
+    const char *argv[8 + 66 + 8];
+    char *env[66], *env_owned = NULL;
+    size_t argc = 0, n_env = 0;
+    int r = run_env(s, k, g, env, sizeof env / sizeof *env, &n_env, &env_owned);
+    if (r < 0 || n_cmd > 8 ||
+        dock_start_argv(b->marker, b->end, env, n_env, cmd, n_cmd, argv, sizeof argv / sizeof *argv, &argc) < 0) {
+        free(env_owned);
         box_free(b);
         return plm_err_set(err, E2BIG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start command too long");
     }
-    json_t *spec = dock_spec(&s->lock, k, s->id[k], argv, argc, label_deadline_s, s->instance);
+    json_t *spec = dock_spec(&s->lock, k, s->id[k], argv, argc, label_deadline_s, s->instance, g);
+    free(env_owned); /* the spec holds its own copies */
     if (!spec) {
         box_free(b);
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building the spec");
     }
-    int r = dock_container_create(&s->eng, name, spec, b->id, err);
+    r = dock_container_create(&s->eng, name, spec, b->id, err);
     json_decref(spec);
     if (r < 0) {
         box_free(b);
@@ -209,10 +260,10 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
 }
 
 int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd, bool pooled,
-                     struct dock_box **out, struct plm_err *err)
+                     const struct dock_grant_paths *g, struct dock_box **out, struct plm_err *err)
 {
     *out = NULL;
-    while (pooled && !cmd) {
+    while (pooled && !cmd && !g) {
         pthread_mutex_lock(&s->pool_mu);
         struct dock_box *b = NULL;
         /* A refill in flight that should be ready in less than half a cold start is worth waiting
@@ -250,7 +301,7 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
     int64_t label =
         dock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
         (k == DOCK_PROJECT ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000 : DOCK_SNIPPET_MAX_MS / 1000);
-    return cold_start(s, k, cmd, n_cmd, label, out, err);
+    return cold_start(s, k, cmd, n_cmd, g, label, out, err);
 }
 
 void dock_pool_fill(struct dock_state *s)
@@ -280,7 +331,7 @@ void dock_pool_fill(struct dock_state *s)
             struct plm_err e = {0};
             int64_t label = dock_unix_ms() / 1000 + DOCK_POOL_MAX_AGE_S + DOCK_START_MS / 1000 +
                             (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000;
-            int r = cold_start(s, (enum dock_kind)k, NULL, 0, label, &b, &e);
+            int r = cold_start(s, (enum dock_kind)k, NULL, 0, NULL, label, &b, &e);
             pthread_mutex_lock(&s->pool_mu);
             s->filling[k] = false;
             if (r == 0 && (int)s->n_pool[k] < s->warm[k] && s->n_pool[k] < DOCK_POOL_MAX) {

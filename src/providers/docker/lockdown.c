@@ -46,8 +46,19 @@ static void set(json_t *o, const char *k, json_t *v, bool *ok)
         *ok = false;
 }
 
+/* The grant's mounts (providers.md §3.2 item 10). Mounts rather than Binds: a bind whose source
+ * vanished is an error there, where Binds would create an empty root-owned directory in its
+ * place. rprivate: nothing mounted later on either side propagates across. */
+static json_t *grant_mounts(const struct dock_grant_paths *g)
+{
+    return json_pack("[{s:s, s:s, s:s, s:b, s:{s:s}}, {s:s, s:s, s:s, s:b, s:{s:s}}]", "Type", "bind", "Source",
+                     g->sock, "Target", DOCK_HS_SOCK_IN, "ReadOnly", 0, "BindOptions", "Propagation", "rprivate",
+                     "Type", "bind", "Source", g->preload, "Target", DOCK_HS_PRELOAD_IN, "ReadOnly", 1, "BindOptions",
+                     "Propagation", "rprivate");
+}
+
 json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *image_id, const char *const *argv,
-                  size_t argc, int64_t deadline_unix_s, const char *instance)
+                  size_t argc, int64_t deadline_unix_s, const char *instance, const struct dock_grant_paths *g)
 {
     bool ok = true;
     char user[32], deadline[24];
@@ -85,6 +96,8 @@ json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *i
     if (k == DOCK_PROJECT)
         set(tmpfs, "/work", t_work ? json_string(t_work) : NULL, &ok);
     set(h, "Tmpfs", tmpfs, &ok);
+    if (g)
+        set(h, "Mounts", grant_mounts(g), &ok);
     set(h, "Ulimits", json_pack("[o,o]", ulimit("core", 0), ulimit("nofile", 4096)), &ok);
     set(h, "IpcMode", json_string("private"), &ok);
     set(h, "LogConfig", json_pack("{s:s, s:{}}", "Type", "none", "Config"), &ok);

@@ -4,7 +4,8 @@
  * (step output reaches us only inside the runner's authenticated body).
  * Invariant: the key is 32 fresh bytes from getrandom(), sent first on the container's stdin and
  * wiped from our memory before we return; it never appears in argv, ENV, labels or logs; the
- * outcome follows the table of §3.5 in its order; the container is removed before we return. */
+ * outcome follows the table of §3.5 in its order; the container is removed before we return;
+ * a granted run's socket (hostsock.h) lives from before the container until the run ends. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,11 +174,29 @@ int dock_run_project(struct dock_state *s, const struct plm_run_ctx *ctx, const 
     if (dock_run_gate(s, ctx, req, err) < 0)
         return -1;
     uint32_t timeout = plm_clamp_timeout((int32_t)ctx->timeout_ms, DOCK_PROJECT_DEFAULT_MS, DOCK_PROJECT_MAX_MS);
-    return dock_project_exec(s, timeout, req, out, err);
+    return dock_project_exec(s, timeout, req, ctx->host_api, out, err);
 }
 
-int dock_project_exec(struct dock_state *s, uint32_t timeout, const struct plm_request *req, struct plm_result *out,
-                      struct plm_err *err)
+static int project_run(struct dock_state *s, uint32_t timeout, const struct plm_request *req,
+                       const struct dock_grant_paths *g, struct plm_result *out, struct plm_err *err);
+
+int dock_project_exec(struct dock_state *s, uint32_t timeout, const struct plm_request *req,
+                      const struct plm_host_api *api, struct plm_result *out, struct plm_err *err)
+{
+    if (!api)
+        return project_run(s, timeout, req, NULL, out, err);
+    /* as for snippets: the socket lives exactly from before the container to the end of the run */
+    struct dock_hostsock *hs = NULL;
+    if (dock_hostsock_start(s->hs_base, api, NULL, &hs, err) < 0)
+        return plm_err_wrap(err, "project");
+    struct dock_grant_paths g = {dock_hostsock_sock_path(hs), dock_hostsock_preload_path(hs)};
+    int r = project_run(s, timeout, req, &g, out, err);
+    dock_hostsock_stop(hs);
+    return r;
+}
+
+static int project_run(struct dock_state *s, uint32_t timeout, const struct plm_request *req,
+                       const struct dock_grant_paths *g, struct plm_result *out, struct plm_err *err)
 {
     uint8_t key[RW_KEY_LEN];
     uint8_t *plan = NULL;
@@ -189,7 +208,7 @@ int dock_project_exec(struct dock_state *s, uint32_t timeout, const struct plm_r
         return -1;
     }
     struct dock_box *b = NULL;
-    if (dock_box_acquire(s, DOCK_PROJECT, NULL, 0, true, &b, err) < 0) {
+    if (dock_box_acquire(s, DOCK_PROJECT, NULL, 0, true, g, &b, err) < 0) {
         explicit_bzero(key, sizeof key);
         explicit_bzero(plan, plan_len);
         free(plan);

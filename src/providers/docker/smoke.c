@@ -4,7 +4,9 @@
  * the configured lockdown, and for runsc also against what gVisor is expected to look like.
  * Invariant: the provider is `proven` (and serves runs) only when every check on the card
  * passed; the card lists what was expected and what was seen, so a reader can judge it; the
- * tier on the card is kernel only under a verified runsc whose probe showed gVisor answering. */
+ * tier on the card is kernel only under a verified runsc whose probe showed gVisor answering;
+ * grants are offered (grants_proven) only when a granted snippet and a granted project step
+ * reached a mounted socket through the real grant path, and their absence never stops startup. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -335,7 +337,7 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
 {
     static const char *const cmd[] = {DOCK_PROBE_PATH, "/tmp", "/dev/shm", "/work"};
     struct dock_box *b = NULL;
-    if (dock_box_acquire(s, DOCK_PROJECT, cmd, 4, false, &b, err) < 0)
+    if (dock_box_acquire(s, DOCK_PROJECT, cmd, 4, false, NULL, &b, err) < 0)
         return plm_err_wrap(err, "probe container");
     struct probe_io c = {.out = {.max = 64 * 1024}, .err = {.max = 16 * 1024}};
     dock_bytes_add(&c.out, b->early_out.data, b->early_out.len);
@@ -381,7 +383,7 @@ static const char smoke_snippet[] =
 static int run_snippet(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err)
 {
     struct plm_result res = {0};
-    if (dock_snippet_exec(s, 10000, smoke_snippet, &res, err) < 0)
+    if (dock_snippet_exec(s, 10000, smoke_snippet, NULL, &res, err) < 0)
         return plm_err_wrap(err, "smoke snippet");
     const char *tag = "plimsoll-snippet-ok ";
     const uint8_t *at = res.js.out.len ? memmem(res.js.out.data, res.js.out.len, tag, strlen(tag)) : NULL;
@@ -426,7 +428,7 @@ static int run_project(struct dock_state *s, struct plm_evidence *ev, struct plm
         .kind = PLM_KIND_PROJECT,
         .project = {.files = files, .n_files = 1, .steps = steps, .n_steps = 2, .artifacts = arts, .n_artifacts = 2}};
     struct plm_result res = {0};
-    if (dock_project_exec(s, 20000, &req, &res, err) < 0)
+    if (dock_project_exec(s, 20000, &req, NULL, &res, err) < 0)
         return plm_err_wrap(err, "smoke project");
     const struct plm_project_result *pr = &res.project;
     bool done = pr->outcome == PLM_OUTCOME_COMPLETED && pr->n_steps == 2;
@@ -468,6 +470,104 @@ static int run_project(struct dock_state *s, struct plm_evidence *ev, struct plm
         rc = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
     plm_result_done(&res);
     return rc;
+}
+
+/* ---- grants: a container reaches a mounted host socket ------------------------------------------ */
+
+/* The proof's own host api: no broker, no upstream; it answers with what it was asked, so the
+ * card shows that method, raw target and body crossed the wall unchanged. */
+static void smoke_call(void *cb, const char *method, const char *target, const uint8_t *body, size_t len,
+                       struct plm_host_reply *out)
+{
+    (void)cb;
+    (void)body;
+    char *b = NULL;
+    int n = asprintf(&b, "pong %s %s %zu", method, target, len);
+    out->status = n > 0 ? 200 : 500;
+    out->body = n > 0 ? (uint8_t *)b : NULL;
+    out->len = n > 0 ? (size_t)n : 0;
+}
+
+#define GRANT_TAG "plimsoll-grant-smoke "
+#define GRANT_TARGET "/plimsoll/smoke/%2e%2e?q=1"
+#define GRANT_WANT "{\"pre\":\"preloaded\",\"status\":200,\"body\":\"pong POST " GRANT_TARGET " 4\"}"
+
+/* node, as a snippet and as a project step: the preload ran, $HOST_API_SOCKET is set, and a
+ * POST over it comes back. Not the broker's client (that lives above this layer), but the same
+ * mount, variable, preload path and HTTP framing it uses. */
+static const char grant_code[] =
+    "const http=require('http');"
+    "const say=o=>console.log('" GRANT_TAG "'+JSON.stringify(o));"
+    "const r=http.request({socketPath:process.env.HOST_API_SOCKET,method:'POST',path:'" GRANT_TARGET "',"
+    "headers:{'content-length':4},agent:false},res=>{let b='';res.on('data',c=>b+=c);"
+    "res.on('end',()=>say({pre:globalThis.__plimsoll_smoke||'',status:res.statusCode,body:b}))});"
+    "r.on('error',e=>say({error:String(e.code||e.message)}));r.end('ping');\n";
+
+/* The observed line (or why there is none) into obs. */
+static bool grant_seen(const uint8_t *out, size_t len, char *obs, size_t cap)
+{
+    const uint8_t *at = len ? memmem(out, len, GRANT_TAG, strlen(GRANT_TAG)) : NULL;
+    if (!at) {
+        snprintf(obs, cap, "no answer line");
+        return false;
+    }
+    const uint8_t *p = at + strlen(GRANT_TAG), *nl = memchr(p, '\n', len - (size_t)(p - out));
+    size_t n = nl ? (size_t)(nl - p) : len - (size_t)(p - out), shown = n < cap - 1 ? n : cap - 1;
+    for (size_t i = 0; i < shown; i++) /* guest bytes: the card gets printable ASCII only */
+        obs[i] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+    obs[shown] = 0;
+    return n == strlen(GRANT_WANT) && !memcmp(p, GRANT_WANT, n);
+}
+
+/* Describe promises grants only when this passes; a failure is recorded on the card and leaves
+ * grants refused, but the provider still serves runs without one. */
+static int run_grants(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err)
+{
+    struct plm_host_api api = {.profile = "smoke",
+                               .client_js = "",
+                               .node_preload = "globalThis.__plimsoll_smoke = 'preloaded';\n",
+                               .call = smoke_call};
+    char why[160] = "", obs_s[160] = "-", obs_p[160] = "-";
+    bool ok_s = false, ok_p = false;
+    struct plm_err e = {0};
+    if (dock_hs_base_dir(s->grant_dir, s->hs_base, sizeof s->hs_base, &e) < 0) {
+        snprintf(why, sizeof why, "%.150s", e.msg);
+    } else {
+        dock_hs_sweep(s->hs_base, 60); /* what a crashed daemon left; never a live run's */
+        struct plm_result res = {0};
+        if (dock_snippet_exec(s, 10000, grant_code, &api, &res, &e) < 0)
+            snprintf(obs_s, sizeof obs_s, "%.150s", e.msg);
+        else
+            ok_s = grant_seen(res.js.out.data, res.js.out.len, obs_s, sizeof obs_s);
+        plm_result_done(&res);
+        const struct plm_file files[] = {{"grant.js", grant_code}};
+        const char *steps[] = {"node grant.js"};
+        struct plm_request req = {.kind = PLM_KIND_PROJECT,
+                                  .project = {.files = files, .n_files = 1, .steps = steps, .n_steps = 1}};
+        struct plm_result pres = {0};
+        if (dock_project_exec(s, 20000, &req, &api, &pres, &e) < 0)
+            snprintf(obs_p, sizeof obs_p, "%.150s", e.msg);
+        else if (pres.project.n_steps == 1)
+            ok_p = grant_seen(pres.project.steps[0].out.data, pres.project.steps[0].out.len, obs_p, sizeof obs_p);
+        else
+            snprintf(obs_p, sizeof obs_p, "outcome %d, %zu steps", pres.project.outcome, pres.project.n_steps);
+        plm_result_done(&pres);
+    }
+    if (ok_s && ok_p) {
+        if (ev_add_check(ev, "grants.snippet", "a snippet POSTs over the mounted socket; the raw target arrives", true,
+                         "%s", obs_s) < 0 ||
+            ev_add_check(ev, "grants.project", "a project step does the same (NODE_OPTIONS preload)", true, "%s",
+                         obs_p) < 0 ||
+            ev_add_confinement(ev, "grants: a per-run unix socket at " DOCK_HS_SOCK_IN
+                                   " and the client at " DOCK_HS_PRELOAD_IN " (read-only); NetworkMode stays none") < 0)
+            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        atomic_store(&s->grants_proven, true);
+        return 0;
+    }
+    /* Not a failed check (that would stop startup): a line saying why grants are refused. */
+    if (ev_add_confinement(ev, "grants off: %.110s", *why ? why : !ok_s ? obs_s : obs_p) < 0)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+    return 0;
 }
 
 /* `runsc --version`, with an empty environment and a 5 s bound: the card names the runtime. */
@@ -533,7 +633,8 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
         ev_add_check(ev, "preflight.images", "present, launched by ID, no VOLUME, ENV free of loader variables", true,
                      "snippet %.19s, project %.19s", s->id[DOCK_SNIPPET], s->id[DOCK_PROJECT]) < 0)
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
-    if (run_probe(s, ev, err) < 0 || run_snippet(s, ev, err) < 0 || run_project(s, ev, err) < 0)
+    if (run_probe(s, ev, err) < 0 || run_snippet(s, ev, err) < 0 || run_project(s, ev, err) < 0 ||
+        run_grants(s, ev, err) < 0)
         return plm_err_wrap(err, "startup proof");
     if (dock_lockdown_lines(&s->lock, s->seccomp_desc, ev) < 0 ||
         ev_add_confinement(ev, "dockerd %s, Engine API %s, cgroup v%s", s->docker_version, DOCK_API + 2,

@@ -6,7 +6,8 @@
  * code is handed over; the run ends at the start script's end line on both streams (or at the
  * end of the stream, or at the deadline); output is capped per stream with flags, never marked
  * in-band, and the end line never reaches it; the container is removed before the result is
- * returned, whatever happened. */
+ * returned, whatever happened; a granted run's socket is served from before its container
+ * exists until the code has ended, and stopped on every path before we return. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,14 +51,34 @@ int dock_run_snippet(struct dock_state *s, const struct plm_run_ctx *ctx, const 
     if (dock_run_gate(s, ctx, req, err) < 0)
         return -1;
     uint32_t timeout = plm_clamp_timeout((int32_t)ctx->timeout_ms, DOCK_SNIPPET_DEFAULT_MS, DOCK_SNIPPET_MAX_MS);
-    return dock_snippet_exec(s, timeout, req->js.code, out, err);
+    return dock_snippet_exec(s, timeout, req->js.code, ctx->host_api, out, err);
 }
 
-int dock_snippet_exec(struct dock_state *s, uint32_t timeout, const char *code, struct plm_result *out,
-                      struct plm_err *err)
+static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code, const struct dock_grant_paths *g,
+                       struct plm_result *out, struct plm_err *err);
+
+int dock_snippet_exec(struct dock_state *s, uint32_t timeout, const char *code, const struct plm_host_api *api,
+                      struct plm_result *out, struct plm_err *err)
+{
+    if (!api)
+        return snippet_run(s, timeout, code, NULL, out, err);
+    /* The socket exists before the container (its mount needs it) and is gone before we return:
+     * the grant ends with the run's code, and a process the guest left behind finds no one
+     * listening. */
+    struct dock_hostsock *hs = NULL;
+    if (dock_hostsock_start(s->hs_base, api, NULL, &hs, err) < 0)
+        return plm_err_wrap(err, "snippet");
+    struct dock_grant_paths g = {dock_hostsock_sock_path(hs), dock_hostsock_preload_path(hs)};
+    int r = snippet_run(s, timeout, code, &g, out, err);
+    dock_hostsock_stop(hs);
+    return r;
+}
+
+static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code, const struct dock_grant_paths *g,
+                       struct plm_result *out, struct plm_err *err)
 {
     struct dock_box *b = NULL;
-    if (dock_box_acquire(s, DOCK_SNIPPET, NULL, 0, true, &b, err) < 0)
+    if (dock_box_acquire(s, DOCK_SNIPPET, NULL, 0, true, g, &b, err) < 0)
         return plm_err_wrap(err, "snippet");
     struct snip_io c = {.end = b->end};
     c.s[0].keep.max = c.s[1].keep.max = LIM_OUTPUT_MAX;
