@@ -36,6 +36,8 @@ struct plm_host_reply {
     int status;    /* 100..599 */
     uint8_t *body; /* len bytes, malloc'd, owned by the receiver (free()); NULL when len is 0 */
     size_t len;
+    char *content_type; /* the answer's Content-Type, sanitised (printable ASCII); malloc'd, owned
+                         * by the receiver; NULL = application/octet-stream */
 };
 
 /* A run's grant (issue 6): the capability to call listed routes of one HTTP API through the

@@ -38,6 +38,7 @@ static void host_call(void *cb_ctx, const char *method, const char *raw_target, 
     out->status = r.status;
     out->body = r.body; /* handed over: brk_reply_done must not free it */
     out->len = r.len;
+    out->content_type = r.content_type ? strdup(r.content_type) : NULL; /* NULL reads as octet-stream */
     r.body = NULL;
     r.len = 0;
     brk_reply_done(&r);

@@ -35,8 +35,7 @@
 #define SOCK_NAME "host-api.sock"
 #define PRELOAD_NAME "host-api.mjs"
 #define CT_TEXT "text/plain; charset=utf-8"
-/* plm_host_reply carries no Content-Type (provider.h), and the JS client reads only the status
- * and the body: every answer is labelled as the bytes they are. */
+/* A reply without a Content-Type of its own (provider.h) is labelled as the bytes it is. */
 #define CT_BODY "application/octet-stream"
 
 struct conn {
@@ -233,9 +232,21 @@ static int write_all(int fd, const void *p, size_t n, int64_t deadline)
     return 0;
 }
 
+/* The broker sanitises the upstream's Content-Type; this re-check keeps the header line intact
+ * whatever a future `call` returns: printable ASCII only, and short enough for the head. */
+static const char *safe_ctype(const char *ct)
+{
+    if (!ct || !*ct || strlen(ct) > 160)
+        return CT_BODY;
+    for (const char *p = ct; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+            return CT_BODY;
+    return ct;
+}
+
 static int send_answer(struct conn *c, int status, const char *ctype, const uint8_t *body, size_t len, bool head_only)
 {
-    char head[256];
+    char head[320];
     size_t hn = dock_http_head(head, sizeof head, status, ctype, len);
     int64_t dl = mono_ms() + c->hs->lim.write_ms;
     if (!hn || write_all(c->fd, head, hn, dl) < 0)
@@ -365,11 +376,14 @@ static void serve(struct conn *c)
     if (rep.status < 200 || rep.status > 599) {
         /* provider.h promises 100..599, but a 1xx cannot end an HTTP exchange */
         free(rep.body);
+        free(rep.content_type);
         send_text(c, 502, "host api unavailable\n");
         goto out;
     }
-    int w = send_answer(c, rep.status, CT_BODY, rep.body, rep.len, !strcmp(req.method, "HEAD"));
+    int w = send_answer(c, rep.status, safe_ctype(rep.content_type), rep.body, rep.len,
+                        !strcmp(req.method, "HEAD"));
     free(rep.body);
+    free(rep.content_type);
     size_t consumed = early > take ? early : take; /* body bytes read so far, dropped ones included */
     if (w == 0 && want > consumed)
         drain(c, want - consumed);

@@ -52,7 +52,8 @@ struct fake {
     pthread_cond_t cv;
     int calls, holds, releases, inside;
     bool block;
-    int status; /* the answer's status; 0 = 200 */
+    int status;        /* the answer's status; 0 = 200 */
+    const char *ctype; /* the answer's Content-Type; NULL = none */
     char method[40];
     char target[DOCK_HS_HEAD_MAX];
     size_t len;
@@ -66,6 +67,7 @@ static void fake_reset(void)
     F.calls = F.holds = F.releases = F.inside = 0;
     F.block = false;
     F.status = 0;
+    F.ctype = NULL;
     F.method[0] = F.target[0] = 0;
     F.len = 0;
     pthread_mutex_unlock(&F.mu);
@@ -89,6 +91,7 @@ static void fake_call(void *cb, const char *method, const char *target, const ui
         pthread_cond_wait(&f->cv, &f->mu);
     f->inside--;
     out->status = f->status ? f->status : 200;
+    out->content_type = f->ctype ? strdup(f->ctype) : NULL;
     pthread_mutex_unlock(&f->mu);
     char *b = NULL;
     int n = asprintf(&b, "ok:%s", target);
@@ -317,6 +320,15 @@ static void test_files_and_verbatim(void)
         CHECK_STR(F.target, targets[i]);
     }
     CHECK(F.calls == 6);
+
+    /* the answer's Content-Type goes back as given; one that could break the head does not */
+    CHECK(strstr(xs(sock, "GET /a HTTP/1.1\r\n\r\n"), "Content-Type: application/octet-stream\r\n"));
+    F.ctype = "application/json; charset=utf-8";
+    CHECK(strstr(xs(sock, "GET /a HTTP/1.1\r\n\r\n"), "Content-Type: application/json; charset=utf-8\r\n"));
+    F.ctype = "text/x\r\nX-Injected: 1";
+    const char *inj = xs(sock, "GET /a HTTP/1.1\r\n\r\n");
+    CHECK(strstr(inj, "Content-Type: application/octet-stream\r\n") && !strstr(inj, "X-Injected"));
+    F.ctype = NULL;
 
     /* a body in pieces; the method as sent */
     int fd = dial(sock);

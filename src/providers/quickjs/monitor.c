@@ -267,6 +267,7 @@ static void call_unref(struct mon_call *c)
     free(c->path);
     free(c->payload);
     free(c->reply.body);
+    free(c->reply.content_type); /* the worker's client reads only status and body */
     free(c);
 }
 
