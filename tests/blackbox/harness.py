@@ -5,6 +5,7 @@ Only the standard library is used, so the tests need nothing beyond python3. Eac
 """
 import base64
 import http.client
+import http.server
 import json
 import os
 import secrets
@@ -275,3 +276,83 @@ def descendants(pid):
             out.append(c)
             todo.append(c)
     return out
+
+
+class Upstream:
+    """A loopback HTTP API for grant tests. It records every request (method, path, headers, body)
+    and how many were in flight at once. /v1/items/redirect answers 302 to another host,
+    /v1/items/hang never answers (until close), /v1/slow/* waits 0.4 s, /v1/items/* answers JSON
+    with a Set-Cookie the broker must drop, anything else 404."""
+
+    def __init__(self):
+        self.seen = []
+        self.hung = threading.Event()
+        self.lock = threading.Lock()
+        self.inflight = 0
+        self.max_inflight = 0
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
+
+            def _answer(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                with outer.lock:
+                    outer.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
+                                       "body": body})
+                    outer.inflight += 1
+                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
+                try:
+                    if self.path == "/v1/items/redirect":
+                        self.send_response(302)
+                        self.send_header("Location", "http://127.0.0.1:1/steal")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    if self.path == "/v1/items/hang":
+                        outer.hung.wait(20)
+                        return
+                    if self.path.startswith("/v1/slow/"):
+                        time.sleep(0.4)
+                    if self.path.startswith(("/v1/items/", "/v1/slow/")):
+                        data = json.dumps({"id": self.path.rsplit("/", 1)[1], "method": self.command}).encode()
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Set-Cookie", "session=leak")
+                    else:
+                        data = b"nope"
+                        self.send_response(404)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                finally:
+                    with outer.lock:
+                        outer.inflight -= 1
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
+
+            def log_message(self, *a):
+                pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 128  # the default 5 would cap concurrency below the broker's 16
+
+        self.httpd = Server(("127.0.0.1", 0), H)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def since(self, n0):
+        with self.lock:
+            return list(self.seen[n0:])
+
+    def count(self):
+        with self.lock:
+            return len(self.seen)
+
+    def close(self):
+        self.hung.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,68 +1,16 @@
 """Grants through the real daemon (issue 6): profile selection, the quickjs transport, and the
 upstream seeing exactly the allowed calls with the host-side credential."""
 import hashlib
-import http.server
 import json
 import os
 import sys
 import tempfile
-import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Daemon, WireCase, js  # noqa: E402
+from harness import Daemon, Upstream, WireCase, js  # noqa: E402
 
 TOKEN = "upstream-secret-token-0123456789"
-
-
-class Upstream:
-    """A loopback HTTP API that records every request it receives."""
-
-    def __init__(self):
-        self.seen = []
-        self.hung = threading.Event()
-        outer = self
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def _answer(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
-                outer.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
-                                   "body": body})
-                if self.path == "/v1/items/redirect":
-                    self.send_response(302)
-                    self.send_header("Location", "http://127.0.0.1:1/steal")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                if self.path == "/v1/items/hang":
-                    outer.hung.wait(20)
-                    return
-                if self.path.startswith("/v1/items/"):
-                    data = json.dumps({"id": self.path.rsplit("/", 1)[1], "method": self.command}).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Set-Cookie", "session=leak")
-                else:
-                    data = b"nope"
-                    self.send_response(404)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = _answer
-
-            def log_message(self, *a):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.hung.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def sha(t):

@@ -14,7 +14,6 @@ prerequisite is a FAILURE, never a skip. Standard library only.
 """
 import base64
 import hashlib
-import http.server
 import json
 import os
 import secrets
@@ -26,7 +25,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Daemon, WireCase  # noqa: E402
+from harness import Daemon, Upstream, WireCase  # noqa: E402
 from test_docker import BASE_ENV, prerequisites  # noqa: E402
 
 # The token's prefix is not secret: the guest searches for it without knowing the token.
@@ -40,72 +39,6 @@ def setUpModule():
     if missing:
         raise AssertionError("the docker grants suite cannot run on this machine; missing:\n  - " +
                              "\n  - ".join(missing))
-
-
-class Upstream:
-    """A loopback HTTP API that records every request and how many were in flight at once."""
-
-    def __init__(self):
-        self.seen = []
-        self.lock = threading.Lock()
-        self.inflight = 0
-        self.max_inflight = 0
-        outer = self
-
-        class H(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
-
-            def _answer(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
-                with outer.lock:
-                    outer.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
-                                       "body": body})
-                    outer.inflight += 1
-                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
-                try:
-                    if self.path.startswith("/v1/slow/"):
-                        time.sleep(0.4)
-                    if self.path.startswith(("/v1/items/", "/v1/slow/")):
-                        data = json.dumps({"id": self.path.rsplit("/", 1)[1], "method": self.command}).encode()
-                        self.send_response(200)
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Set-Cookie", "session=leak")
-                    else:
-                        data = b"nope"
-                        self.send_response(404)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                finally:
-                    with outer.lock:
-                        outer.inflight -= 1
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
-
-            def log_message(self, *a):
-                pass
-
-        class Server(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-            request_queue_size = 128  # the default 5 would cap concurrency below the broker's 16
-
-        self.httpd = Server(("127.0.0.1", 0), H)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def since(self, n0):
-        with self.lock:
-            return list(self.seen[n0:])
-
-    def count(self):
-        with self.lock:
-            return len(self.seen)
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def out_of(body):
