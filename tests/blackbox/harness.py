@@ -72,6 +72,16 @@ class Daemon:
                 out.append(obj)
         return out
 
+    def wait_events(self, name, pred=lambda e: True, n=1, timeout=5):
+        """The matching events once there are at least n: the audit line of a run may follow its
+        answer by a moment, since stderr is read on a thread. Returns what there is at the timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = [e for e in self.events(name) if pred(e)]
+            if len(got) >= n or time.monotonic() >= deadline:
+                return got
+            time.sleep(0.02)
+
     def wait_exit(self, timeout=30):
         rc = self.proc.wait(timeout)
         self._reader.join(5)

@@ -260,11 +260,7 @@ class A_Runc(DockerCase):
         body = self.assertRefused(self.d.call("Run", project(["echo x"], minimumIsolation="kernel")),
                                   "failed_precondition", "isolation", 400)
         self.assertIn("container", body["message"])
-        deadline = time.monotonic() + 5  # the audit line may follow the answer by a moment
-        refused = []
-        while len(refused) < 2 and time.monotonic() < deadline:
-            refused = [e for e in self.d.events("run") if e.get("floor") == "kernel"]
-            time.sleep(0.05)
+        refused = self.d.wait_events("run", lambda e: e.get("floor") == "kernel", n=2)
         self.assertEqual(len(refused), 2)
         self.assertTrue(refused and all(e["outcome"] == "refused" and e["reason"] == "isolation" for e in refused))
         body = self.snippet('console.log("c")', minimumIsolation="container")

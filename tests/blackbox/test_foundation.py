@@ -172,9 +172,7 @@ class Foundation(WireCase):
 
     def test_audit_lines_hold_no_code(self):
         self.d.call("Run", js("console.log('SECRET-CODE-42')", traceId="trace-1"))
-        runs = self.d.events("run")
-        self.assertTrue(runs)
-        self.assertTrue(any(r.get("trace_id") == "trace-1" for r in runs))
+        self.assertTrue(self.d.wait_events("run", lambda r: r.get("trace_id") == "trace-1"))
         self.assertFalse(any("SECRET-CODE-42" in line for line in self.d.lines))
 
     def test_zz_still_serving(self):
@@ -215,7 +213,7 @@ class Auth(WireCase):
                 self.assertEqual(body["message"], 'token lacks required scope "code:run"')
                 self.assertRefused(d.call("Run", js("1"), token="carol"), "unauthenticated", "permission", 401)
                 d.call("Run", js("1"), token="alice-tok")
-                self.assertTrue(any(r.get("caller") == "alice" for r in d.events("run")))
+                self.assertTrue(d.wait_events("run", lambda r: r.get("caller") == "alice"))
         finally:
             os.unlink(f.name)
 
@@ -261,7 +259,7 @@ class Startup(unittest.TestCase):
     def test_sigterm_exits_zero(self):
         d = Daemon()
         self.assertEqual(d.stop(), 0)
-        self.assertTrue(d.events("stopped"))
+        self.assertTrue(d.wait_events("stopped"))
 
 
 class Cli(unittest.TestCase):

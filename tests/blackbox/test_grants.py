@@ -81,7 +81,7 @@ class Grants(WireCase):
         self.assertEqual(json.loads(seen[0]["body"]), {"a": 1})
         self.assertNotIn("Cookie", seen[0]["headers"])
         self.assertNotIn(TOKEN.encode(), base64.b64decode(r["javascript"].get("stdout", "")))
-        audit = [e for e in self.d.events("run") if e.get("grant_profile") == "items"]
+        audit = self.d.wait_events("run", lambda e: e.get("grant_profile") == "items")
         self.assertTrue(audit)
         self.assertFalse(any(TOKEN in line for line in self.d.lines))
 

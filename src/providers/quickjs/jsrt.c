@@ -1,14 +1,17 @@
 /* jsrt.c: one snippet's life inside the engine: globals, event loop, deadline, output capture.
- * Owns: the QuickJS runtime and context of one worker, its two capped output buffers, the list
- *   of unhandled promise rejections.
- * Trusts: nothing the snippet does. Runs after the filter is loaded (worker.c), so it makes no
+ * Owns: the QuickJS runtime and context (built once in the zygote, a copy-on-write copy in each
+ *   worker), its two capped output buffers, the list of unhandled promise rejections, Math.random.
+ * Trusts: nothing the snippet does. jsrt_new runs in the zygote and evaluates only our prelude
+ *   and warm-up; the rest runs after the worker's filter is loaded (worker.c), so it makes no
  *   syscall beyond the allow-list: memory via malloc, clocks via the vDSO, and the frames
  *   written by the finish and host callbacks (worker.c). With a grant, the one native the guest
  *   can reach is __plimsoll_host_send, which only asks the monitor (it holds no authority).
- * Invariant: every way a run can end (completion, uncaught error, unhandled rejection,
- *   process.exit, the deadline in the interrupt handler, a virtual timer past the deadline)
- *   goes through finish() exactly once, with the output kept so far. Output is bytes appended up
- *   to LIM_OUTPUT_MAX per stream; what does not fit is dropped and flagged. */
+ * Invariant: nothing a run can observe is shared between workers: per-process state the engine
+ *   keeps (Math.random's generator, performance.timeOrigin, the stack top) is reset by
+ *   jsrt_adopt/jsrt_run in each worker. Every way a run can end (completion, uncaught error,
+ *   unhandled rejection, process.exit, the deadline in the interrupt handler, a virtual timer
+ *   past the deadline) goes through finish() exactly once, with the output kept so far. Output
+ *   is bytes appended up to LIM_OUTPUT_MAX per stream; what does not fit is dropped and flagged. */
 #include "jsrt.h"
 
 #include <stdlib.h>
@@ -32,7 +35,7 @@ struct jsrt_rej {
 struct jsrt {
     JSRuntime *rt;
     JSContext *ctx;
-    JSValue hooks, h_uncaught, h_next_due, h_fire_next, h_exit_code;
+    JSValue hooks, h_uncaught, h_next_due, h_fire_next, h_exit_code, h_begin;
     struct jsrt_out out, err;
     int64_t start_ns, deadline_ns;
     uint32_t timeout_ms;
@@ -43,6 +46,7 @@ struct jsrt {
     jsrt_finish_fn *finish;
     jsrt_host_fn *host;  /* the grant's transport; NULL without a grant */
     uint32_t host_calls; /* HOST_CALLs sent in this run (the frame's call_no) */
+    uint64_t random_state; /* Math.random's (nat_random), seeded per worker by jsrt_adopt */
 };
 
 static int64_t mono_ns(void)
@@ -263,6 +267,26 @@ static JSValue nat_host_send(JSContext *ctx, JSValueConst this_val, int argc, JS
     return obj;
 }
 
+/* Math.random, replacing the engine's: QuickJS keeps its generator state in the context, which
+ * the zygote builds once, so every worker would inherit (and repeat) one sequence. This one is the
+ * engine's own algorithm (xorshift64*, same mapping to [0, 1)) on state jsrt_adopt seeds from
+ * the zygote's getrandom for each worker. */
+static JSValue nat_random(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val, (void)argc, (void)argv;
+    struct jsrt *r = self(ctx);
+    uint64_t x = r->random_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->random_state = x;
+    union {
+        double d;
+        uint64_t u;
+    } u = {.u = ((uint64_t)0x3ff << 52) | ((x * 0x2545F4914F6CDD1DULL) >> 12)};
+    return JS_NewFloat64(ctx, u.d - 1.0);
+}
+
 static const JSCFunctionListEntry natives[] = {
     JS_CFUNC_DEF("write", 2, nat_write),
     JS_CFUNC_DEF("exit", 1, nat_exit),
@@ -272,36 +296,6 @@ static const JSCFunctionListEntry natives[] = {
     JS_CFUNC_DEF("isError", 1, nat_is_error),
     JS_CFUNC_DEF("enqueue", 1, nat_enqueue),
 };
-
-int jsrt_compile_prelude(uint8_t **bc, size_t *len)
-{
-    JSRuntime *rt = JS_NewRuntime();
-    if (!rt)
-        return -1;
-    JSContext *ctx = JS_NewContext(rt);
-    int r = -1;
-    if (ctx) {
-        size_t n;
-        const char *src = prelude_source(&n);
-        JSValue fn = JS_Eval(ctx, src, n, "<plimsoll>", JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY |
-                                                         JS_EVAL_FLAG_STRICT);
-        if (!JS_IsException(fn)) {
-            uint8_t *buf = JS_WriteObject(ctx, len, fn, JS_WRITE_OBJ_BYTECODE);
-            if (buf) {
-                *bc = malloc(*len);
-                if (*bc) {
-                    memcpy(*bc, buf, *len);
-                    r = 0;
-                }
-                js_free(ctx, buf);
-            }
-        }
-        JS_FreeValue(ctx, fn);
-        JS_FreeContext(ctx);
-    }
-    JS_FreeRuntime(rt);
-    return r;
-}
 
 static JSValue hook(JSContext *ctx, JSValueConst hooks, const char *name)
 {
@@ -313,18 +307,53 @@ static JSValue hook(JSContext *ctx, JSValueConst hooks, const char *name)
     return f;
 }
 
-struct jsrt *jsrt_new(uint32_t memory_mb, size_t js_stack_bytes, const uint8_t *bc, size_t bc_len,
-                      jsrt_finish_fn *fin)
+/* Zygote warm-up (see the prelude's warm()): the compiler, the interpreter and console's
+ * formatter build their lazily created shapes, atoms and caches once, before any fork. */
+static int warm(struct jsrt *r)
+{
+    JSContext *ctx = r->ctx;
+    static const char warm_src[] = "(function(){ let s = 0; for (let i = 0; i < 10; i++) s += i; return [s, `${s}`]; })()";
+    JSValue wv = JS_Eval(ctx, warm_src, sizeof warm_src - 1, "<warm>", JS_EVAL_TYPE_GLOBAL);
+    JSValue wh = hook(ctx, r->hooks, "warm");
+    JSValue wr = JS_IsException(wh) ? JS_EXCEPTION : JS_Call(ctx, wh, r->hooks, 0, NULL);
+    int rc = JS_IsException(wv) || JS_IsException(wr) ? -1 : 0;
+    JS_FreeValue(ctx, wv);
+    JS_FreeValue(ctx, wh);
+    JS_FreeValue(ctx, wr);
+    return rc;
+}
+
+/* Math.random becomes nat_random, with the builtin's attributes (writable, configurable, not
+ * enumerable) and name, so only its state differs from the engine's. */
+static int replace_random(JSContext *ctx)
+{
+    JSValue global = JS_GetGlobalObject(ctx);
+    JSValue math = JS_GetPropertyStr(ctx, global, "Math");
+    JS_FreeValue(ctx, global);
+    if (!JS_IsObject(math)) {
+        JS_FreeValue(ctx, math);
+        return -1;
+    }
+    JSValue fn = JS_NewCFunction(ctx, nat_random, "random", 0);
+    int rc = JS_IsException(fn) ? -1
+                                : JS_DefinePropertyValueStr(ctx, math, "random", fn,
+                                                            JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+    JS_FreeValue(ctx, math);
+    return rc < 0 ? -1 : 0;
+}
+
+struct jsrt *jsrt_new(uint32_t memory_mb, size_t js_stack_bytes, jsrt_finish_fn *fin)
 {
     struct jsrt *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
     r->finish = fin;
+    r->random_state = 1; /* never used before jsrt_adopt seeds it; xorshift needs non-zero */
     r->out.data = malloc(LIM_OUTPUT_MAX);
     r->err.data = malloc(LIM_OUTPUT_MAX);
     r->rt = JS_NewRuntime();
     if (!r->out.data || !r->err.data || !r->rt)
-        return NULL; /* the worker exits; nothing to release */
+        return NULL; /* the zygote exits; nothing to release */
     r->start_ns = mono_ns();
     r->deadline_ns = INT64_MAX;
     JS_SetMemoryLimit(r->rt, (size_t)memory_mb * 1024 * 1024);
@@ -338,15 +367,16 @@ struct jsrt *jsrt_new(uint32_t memory_mb, size_t js_stack_bytes, const uint8_t *
         return NULL;
     JSContext *ctx = r->ctx;
     JS_SetContextOpaque(ctx, r);
+    if (replace_random(ctx) < 0)
+        return NULL;
 
     JSValue native = JS_NewObject(ctx);
     if (JS_IsException(native))
         return NULL;
     JS_SetPropertyFunctionList(ctx, native, natives, sizeof natives / sizeof natives[0]);
-    JSValue fnobj = JS_ReadObject(ctx, bc, bc_len, JS_READ_OBJ_BYTECODE);
-    if (JS_IsException(fnobj))
-        return NULL;
-    JSValue fn = JS_EvalFunction(ctx, fnobj);
+    size_t n;
+    const char *src = prelude_source(&n);
+    JSValue fn = JS_Eval(ctx, src, n, "<plimsoll>", JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_STRICT);
     if (JS_IsException(fn))
         return NULL;
     r->hooks = JS_Call(ctx, fn, JS_UNDEFINED, 1, (JSValueConst *)&native);
@@ -358,24 +388,48 @@ struct jsrt *jsrt_new(uint32_t memory_mb, size_t js_stack_bytes, const uint8_t *
     r->h_next_due = hook(ctx, r->hooks, "nextDue");
     r->h_fire_next = hook(ctx, r->hooks, "fireNext");
     r->h_exit_code = hook(ctx, r->hooks, "exitCode");
+    r->h_begin = hook(ctx, r->hooks, "begin");
     if (JS_IsException(r->h_uncaught) || JS_IsException(r->h_next_due) ||
-        JS_IsException(r->h_fire_next) || JS_IsException(r->h_exit_code))
+        JS_IsException(r->h_fire_next) || JS_IsException(r->h_exit_code) || JS_IsException(r->h_begin))
         return NULL;
     r->eval_promise = JS_UNDEFINED;
-    /* Warm-up (see the prelude's warm()): the compiler, the interpreter and console's formatter
-     * touch their pages now, off the run's latency path. */
-    static const char warm_src[] = "(function(){ let s = 0; for (let i = 0; i < 10; i++) s += i; return [s, `${s}`]; })()";
-    JSValue wv = JS_Eval(ctx, warm_src, sizeof warm_src - 1, "<warm>", JS_EVAL_TYPE_GLOBAL);
-    JSValue wh = hook(ctx, r->hooks, "warm");
-    if (JS_IsException(wv) || JS_IsException(wh))
+    if (warm(r) < 0)
         return NULL;
-    JSValue wr = JS_Call(ctx, wh, r->hooks, 0, NULL);
-    if (JS_IsException(wr))
-        return NULL;
-    JS_FreeValue(ctx, wv);
-    JS_FreeValue(ctx, wh);
-    JS_FreeValue(ctx, wr);
+    /* Leave no garbage for a worker's first collection to find. */
+    JS_RunGC(r->rt);
     return r;
+}
+
+int jsrt_adopt(struct jsrt *r, uint64_t seed)
+{
+    /* The stack limit is measured from the top recorded at JS_NewRuntime; the worker's frames
+     * are the zygote's, but measure again from here rather than rely on that. */
+    JS_UpdateStackTop(r->rt);
+    r->random_state = seed ? seed : 1;
+    /* The first writes to the engine's pages are copy-on-write faults (~20 us each on the
+     * development VM, ~50 for a small run): take them now, before READY, by going through the
+     * run's own path once: an async script evaluation and console's formatter. Function scope
+     * only, so no binding or output survives; the jobs it queued are drained here. */
+    JSContext *ctx = r->ctx;
+    static const char src[] = "(() => { const w = [6 * 7, 'x']; return `${w[0]}` + typeof console.log; })()";
+    JSValue v = JS_Eval(ctx, src, sizeof src - 1, "<warm>", JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC);
+    JSValue h = hook(ctx, r->hooks, "warmRun");
+    JSValue w = JS_IsException(h) ? JS_EXCEPTION : JS_Call(ctx, h, r->hooks, 0, NULL);
+    int rc = JS_IsException(v) || JS_IsException(w) ? -1 : 0;
+    JS_FreeValue(ctx, v);
+    JS_FreeValue(ctx, h);
+    JS_FreeValue(ctx, w);
+    for (JSContext *jctx; rc == 0;) {
+        int j = JS_ExecutePendingJob(r->rt, &jctx);
+        if (j == 0)
+            break;
+        if (j < 0)
+            rc = -1;
+    }
+    if (r->n_rej || r->rej_overflow)
+        rc = -1; /* not ours to leave for the snippet */
+    r->start_ns = mono_ns();
+    return rc;
 }
 
 /* Prints "Uncaught <inspect(err)>" on stderr through the prelude; when that itself fails (out of
@@ -468,6 +522,11 @@ void jsrt_run(struct jsrt *r, const char *code, size_t len, uint32_t timeout_ms,
     r->start_ns = mono_ns();
     r->deadline_ns = r->start_ns + (int64_t)timeout_ms * 1000000;
     r->host = host;
+    /* performance.timeOrigin is this run's start, not the zygote's (which built the prelude). */
+    JSValue b = JS_Call(ctx, r->h_begin, r->hooks, 0, NULL);
+    if (JS_IsException(b))
+        die_uncaught(r, JS_GetException(ctx), false);
+    JS_FreeValue(ctx, b);
     if (host)
         install_grant(r, client, client_len);
 

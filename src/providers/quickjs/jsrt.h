@@ -1,5 +1,6 @@
 /* jsrt.h: the engine side of one worker: QuickJS runtime, Node-like globals, the event loop.
- * Runs confined (worker side of the wall); every function here may be reached by guest code. */
+ * jsrt_new runs in the zygote, before any guest code exists; everything else runs confined in a
+ * worker (after its filter), where guest code may reach it. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,14 +29,16 @@ struct jsrt_host_reply {
 typedef void jsrt_host_fn(uint32_t call_no, const uint8_t *method, size_t method_len, const uint8_t *path,
                           size_t path_len, const uint8_t *body, size_t body_len, struct jsrt_host_reply *out);
 
-/* Zygote: compiles the prelude to bytecode once (malloc'd). Returns 0 or -1. */
-int jsrt_compile_prelude(uint8_t **bc, size_t *len);
-
 struct jsrt;
-/* Worker, before READY: runtime with the memory cap and stack limit, context, globals.
- * Returns NULL on failure (the worker then exits without reading a request). */
-struct jsrt *jsrt_new(uint32_t memory_mb, size_t js_stack_bytes, const uint8_t *bc, size_t bc_len,
-                      jsrt_finish_fn *finish);
+/* Zygote, once, before any fork: runtime with the memory cap and stack limit, context, globals
+ * (the prelude evaluated), warm-up, then a collection. Workers inherit it copy-on-write. No
+ * guest code has run in it. Returns NULL on failure (the zygote then exits). */
+struct jsrt *jsrt_new(uint32_t memory_mb, size_t js_stack_bytes, jsrt_finish_fn *finish);
+/* Worker, after its walls are up and before READY: makes the inherited engine this worker's own
+ * (stack top measured here, Math.random seeded with `seed`, which the zygote drew from
+ * getrandom for this worker alone) and pre-copies the pages a small run writes. Returns 0, or
+ * -1 (the worker then exits without reading a request). */
+int jsrt_adopt(struct jsrt *r, uint64_t seed);
 /* Runs `code` (NUL-terminated, len bytes) to completion, error, exit or deadline, then calls
  * finish. Never returns. With a grant (host != NULL) it first installs the native global
  * __plimsoll_host_send and evaluates `client` (NUL-terminated, client_len bytes) as a classic

@@ -3,9 +3,11 @@
  *   process (exit, exitCode, argv, env, stdout/stderr.write, nextTick), performance.now.
  * Trusts: nothing; it runs inside the sandbox with the guest. It holds no authority: its only
  *   natives write into the worker's capped output buffers, end the run, and read clocks.
- * Invariant: the source is a single function expression. The zygote compiles it once; each
- *   worker calls it with the native object (never reachable from guest code) and keeps the
- *   returned hooks object, through which the C event loop drives timers and error reports.
+ * Invariant: the source is a single function expression. The zygote evaluates it once, calling
+ *   it with the native object (never reachable from guest code), before any fork; every worker
+ *   inherits the result and drives timers and error reports through the returned hooks object.
+ *   Nothing here may capture per-process state at evaluation time that a run would see (time,
+ *   randomness): begin() refreshes what must be the run's own.
  *   Formatting follows Node's util.inspect defaults (depth 2, breakLength 80, compact 3,
  *   maxArrayLength 100); it is an independent implementation of that behaviour. */
 #include "prelude.h"
@@ -690,7 +692,8 @@ const hidden = (name, value) => defineProp(globalThis, name, { value, writable: 
 hidden('console', console);
 hidden('process', process);
 hidden('global', globalThis);
-hidden('performance', { now, timeOrigin: Date.now() });
+const perf = { now, timeOrigin: Date.now() };
+hidden('performance', perf);
 
 /* ---- hooks for the C event loop (jsrt.c) ---- */
 return {
@@ -705,9 +708,14 @@ return {
     t.fn.apply(undefined, t.args);
   },
   exitCode() { const c = process.exitCode; return c === undefined ? 0 : Number(c) | 0; },
-  /* Before READY: walk the formatter and the parser once, so the pages they touch are faulted
-   * in while the worker waits in the pool rather than during the caller's run. No output, no
-   * state a snippet can see. */
+  /* Just before the snippet: the prelude ran in the zygote, long before this run. */
+  begin() { perf.timeOrigin = Date.now(); },
+  /* In each worker, before READY: what a small run does (format a string and a number), so the
+   * zygote's pages it writes are copied now, while the worker waits in the pool. */
+  warmRun() { return format(['warm', 42]); },
+  /* In the zygote, before any fork: walk the formatter and the parser once, so the shapes,
+   * atoms and caches they build lazily exist before the workers do. No output, no state a
+   * snippet can see. */
   warm() {
     format(['warm %s %d', 'x', 1, [1, 'a', { b: [2, 3] }], new Map([[1, 2]]), () => 1, 1.5, -0, null]);
     format([new Error('w')]);

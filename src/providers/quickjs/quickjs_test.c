@@ -29,6 +29,8 @@
 
 static struct plm_provider *prov;
 
+int qjs_fresh_tests(struct plm_provider *p); /* quickjs_fresh_test.c: failed checks */
+
 /* Without a grant neither the client nor the transport exists. */
 #define CODE_NO_HOST "console.log(typeof host, typeof __plimsoll_host_send)"
 
@@ -1175,6 +1177,7 @@ int main(void)
     test_describe_and_proof();
     test_floor();
     test_basics();
+    CHECK(qjs_fresh_tests(prov) == 0);
     test_format();
     test_async();
     test_limits();

@@ -4,6 +4,7 @@
 #pragma once
 #include <stddef.h>
 
+#include <linux/filter.h>
 #include <seccomp.h>
 
 /* The worker's one descriptor: its socket to the monitor. */
@@ -31,3 +32,7 @@ const char *wk_rule_cond(enum wk_arg_rule a);
 /* Builds the filter context from the table (default kill, bad arch kills, native arch only).
  * Returns NULL on any failure: the caller fails closed. Does not load it. */
 scmp_filter_ctx wk_filter_build(void);
+
+/* Zygote, once: the BPF program libseccomp generates for ctx (what seccomp_load would load,
+ * with no filter flags), into out->filter (malloc'd). Returns 0, or -1: the caller fails closed. */
+int wk_filter_export(scmp_filter_ctx ctx, struct sock_fprog *out);

@@ -3,10 +3,11 @@
  * Trusts: monitor frames only after qf_hdr_decode()/qf_run_decode()/qf_host_reply_decode();
  *   nothing in the snippet. With a grant, the only way out is a HOST_CALL frame on the same
  *   socket: the worker holds no credential, only the client text and the broker's answers.
- * Invariant: the filter is loaded (wk_confine) before the engine starts and before any request
- *   byte is read, with the socket the only descriptor; the worker answers exactly one request
- *   and exits (host calls are questions inside that request, one outstanding at a time), and
- *   every failure before a RESULT is a distinct exit status, never a partial answer. */
+ * Invariant: the filter is loaded (wk_confine) before the engine runs any code in this process
+ *   and before any request byte is read, with the socket the only descriptor; the engine is the
+ *   zygote's, inherited copy-on-write, and has run no guest code; the worker answers exactly one
+ *   request and exits (host calls are questions inside that request, one outstanding at a
+ *   time), and every failure before a RESULT is a distinct exit status, never a partial answer. */
 #include "worker.h"
 
 #include <errno.h>
@@ -116,14 +117,18 @@ __attribute__((noreturn)) static void finish_run(int32_t exit_code, bool timed_o
     _exit(0);
 }
 
+struct jsrt *wk_engine_new(uint32_t memory_mb)
+{
+    return jsrt_new(memory_mb, WK_JS_STACK_BYTES, finish_run);
+}
+
 void wk_worker_main(int sock, const struct wk_params *p)
 {
-    if (wk_confine(sock, p->monitor_pid, &p->limits, p->filter) < 0)
+    if (wk_confine(sock, p->monitor_pid, &p->limits, &p->filter) < 0)
         _exit(WK_EXIT_CONFINE);
     /* From here on only the allow-list works. */
-    struct jsrt *rt = jsrt_new(p->limits.memory_mb, WK_JS_STACK_BYTES, p->prelude_bc, p->prelude_len,
-                               finish_run);
-    if (!rt)
+    struct jsrt *rt = p->engine;
+    if (jsrt_adopt(rt, p->seed) < 0)
         _exit(WK_EXIT_ENGINE);
     if (send_frame(QF_READY, 0, NULL, 0) < 0)
         _exit(WK_EXIT_IO);

@@ -14,13 +14,16 @@
 #define WK_EXIT_IO 123       /* the socket failed */
 #define WK_EXIT_MEMORY 125   /* no memory for a request or a host reply (124 is a timeout's) */
 
+struct jsrt;
 struct wk_params {
     pid_t monitor_pid;          /* the daemon: our parent through CLONE_PARENT */
     struct wk_limits limits;
-    scmp_filter_ctx filter;     /* built once by the zygote */
-    const uint8_t *prelude_bc;  /* compiled once by the zygote */
-    size_t prelude_len;
+    struct sock_fprog filter;   /* generated once by the zygote (wk_filter_export) */
+    struct jsrt *engine;        /* built once by the zygote; each worker has its own copy */
+    uint64_t seed;              /* drawn by the zygote for the next worker only */
 };
 
-/* Confines, starts the engine, says READY, serves exactly one request, exits. */
+/* Zygote, once: the engine every worker inherits (jsrt_new with the worker's finish). */
+struct jsrt *wk_engine_new(uint32_t memory_mb);
+/* Confines, adopts the inherited engine, says READY, serves exactly one request, exits. */
 __attribute__((noreturn)) void wk_worker_main(int sock, const struct wk_params *p);

@@ -2,11 +2,12 @@
  * The daemon is multi-threaded, so it never forks itself to run library code; it execs this
  * binary once (posix_spawn, empty environment, fd 3 = a SOCK_SEQPACKET control socket), and
  * this process forks one worker per SPAWN request.
- * Owns: fd 3 (control), the compiled prelude and the seccomp context every worker inherits.
+ * Owns: fd 3 (control), the engine (runtime, context, prelude evaluated) and the seccomp
+ *   program every worker inherits, and the Math.random seed each worker gets.
  * Trusts: the monitor (our parent) for SPAWN frames, still validated; nothing else exists.
- * Invariant: the zygote never runs guest code and never reads from a worker; each worker is a
- *   child of the daemon (CLONE_PARENT), so the daemon kills and reaps it directly and a dying
- *   zygote strands no running snippet. */
+ * Invariant: the zygote never runs guest code (its engine ran only our prelude and warm-up) and
+ *   never reads from a worker; each worker is a child of the daemon (CLONE_PARENT), so the
+ *   daemon kills and reaps it directly and a dying zygote strands no running snippet. */
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
@@ -15,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -75,6 +78,22 @@ static int recv_spawn(uint64_t *seq, int *fd)
     return 0;
 }
 
+/* Math.random's seed for the next worker (jsrt_adopt): drawn here because the worker's filter
+ * has no getrandom, and per fork because the engine every worker inherits is one. Should the
+ * kernel refuse (it does not block once booted), the clock and a counter still make it
+ * differ between workers; it was never a cryptographic generator. */
+static uint64_t next_seed(void)
+{
+    static uint64_t n;
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ (++n * 0x9E3779B97F4A7C15ULL);
+    }
+    return s;
+}
+
 int main(int argc, char **argv)
 {
     struct wk_params p = {0};
@@ -88,14 +107,19 @@ int main(int argc, char **argv)
     p.monitor_pid = (pid_t)ppid;
 
     unsigned ns = wk_zygote_setup(p.monitor_pid, WK_SOCK_FD);
-    p.filter = wk_filter_build();
-    uint8_t *bc = NULL;
-    if (!p.filter || jsrt_compile_prelude(&bc, &p.prelude_len) < 0)
+    scmp_filter_ctx filter = wk_filter_build();
+    int exported = filter ? wk_filter_export(filter, &p.filter) : -1;
+    if (filter)
+        seccomp_release(filter); /* the program is all a worker needs: fork copies less */
+    /* The engine, started once here (Android's zygote): building a runtime and context and
+     * evaluating the prelude cost a worker ~150 page faults, most of them copy-on-write faults
+     * on this process's heap, each with a TLB flush. A worker now inherits the finished engine
+     * and only copies the pages its run writes. Only our prelude and warm-up run here. */
+    if (exported < 0 || !(p.engine = wk_engine_new(p.limits.memory_mb)))
         return WK_EXIT_ENGINE;
-    p.prelude_bc = bc;
-    /* Give the compile's freed heap back to the kernel: every page a worker later writes that
-     * is still shared with us costs a copy-on-write fault (and a TLB flush), which dominated a
-     * worker's cost before this. */
+    /* Give freed heap back to the kernel: a page a worker writes that is still shared with us
+     * costs a copy-on-write fault (and a TLB flush); one we no longer hold costs a cheaper
+     * zero-fill. */
     malloc_trim(0);
     uint8_t hello[4];
     qf_put_u32(hello, ns);
@@ -107,6 +131,7 @@ int main(int argc, char **argv)
         int fd;
         if (recv_spawn(&seq, &fd) < 0)
             return WK_EXIT_PROTOCOL;
+        p.seed = next_seed();
         /* A fork whose child becomes the daemon's child (CLONE_PARENT), so the daemon reaps it
          * and sees its exact wait status (SIGSYS, SIGKILL...). The raw clone does not refresh
          * glibc's cached thread id in the child; the worker never uses it (raise/abort would
