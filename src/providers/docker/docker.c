@@ -141,6 +141,7 @@ static void state_free(struct dock_state *s)
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->reap_cv);
     pthread_cond_destroy(&s->pool_cv);
+    pthread_cond_destroy(&s->fill_cv);
     free(s);
     curl_global_cleanup();
 }
@@ -300,6 +301,7 @@ struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm
     pthread_cond_init(&s->cv, &ca);
     pthread_cond_init(&s->reap_cv, &ca);
     pthread_cond_init(&s->pool_cv, &ca);
+    pthread_cond_init(&s->fill_cv, &ca);
     pthread_condattr_destroy(&ca);
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "docker provider");

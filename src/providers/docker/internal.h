@@ -34,6 +34,7 @@
 #define DOCK_PROJECT_MAX_MS 120000u
 #define DOCK_PROJECT_GRACE_MS 5000u
 #define DOCK_REAPERS 4 /* threads removing used containers in parallel */
+#define DOCK_FILLERS 2 /* threads refilling the warm pool: at most this many cold starts in flight */
 
 enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1 };
 
@@ -169,11 +170,12 @@ struct dock_state {
     char pf_err[256];
     atomic_bool ready, runtime_verified, repointed;
 
-    /* background threads (sweep.c); mu guards stop, stop_reap, n_reapers, the removal queue */
-    pthread_t bg, reapers[DOCK_REAPERS];
-    int n_reapers;
-    bool bg_started, stop, stop_reap;
-    pthread_cond_t cv, reap_cv;
+    /* background threads (sweep.c); mu guards stop, stop_reap, n_reapers, n_fillers, fill_kick,
+     * the removal queue */
+    pthread_t bg, reapers[DOCK_REAPERS], fillers[DOCK_FILLERS];
+    int n_reapers, n_fillers;
+    bool bg_started, stop, stop_reap, fill_kick;
+    pthread_cond_t cv, reap_cv, fill_cv;
     char (*pending)[65];
     size_t n_pending, cap_pending;
 
@@ -182,9 +184,9 @@ struct dock_state {
     pthread_cond_t pool_cv;
     struct dock_box *pool[2][DOCK_POOL_MAX];
     size_t n_pool[2];
-    bool filling[2];
-    int64_t fill_started_ms[2];
-    int64_t start_avg_ms[2]; /* moving average of a cold start, create to marker */
+    int filling[2];                           /* cold starts in flight for the pool (<= DOCK_FILLERS) */
+    int64_t fill_started_ms[2][DOCK_FILLERS]; /* when each of them began; 0 = slot free */
+    int64_t start_avg_ms[2];                  /* moving average of a cold start, create to marker */
 };
 
 enum plm_tier dock_tier(struct dock_state *s);
@@ -219,6 +221,9 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
 /* Hands the container to the reapers (which remove it, retrying while dockerd is away) and
  * frees the box; NULL-safe. */
 void dock_box_release(struct dock_state *s, struct dock_box *b);
+/* Tops the pool up to its target, one cold start at a time; run by each of the DOCK_FILLERS
+ * threads at once, so that up to that many cold starts per kind are in flight while the pool is
+ * short. Starts nothing once the provider is stopping. */
 void dock_pool_fill(struct dock_state *s);
 void dock_pool_drain(struct dock_state *s);
 

@@ -267,9 +267,13 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
         pthread_mutex_lock(&s->pool_mu);
         struct dock_box *b = NULL;
         /* A refill in flight that should be ready in less than half a cold start is worth waiting
-         * for; otherwise a cold start of our own, in parallel, is sooner. */
-        int64_t avg = s->start_avg_ms[k] ? s->start_avg_ms[k] : 500;
-        int64_t wait_until = s->fill_started_ms[k] + avg + avg / 2;
+         * for; otherwise a cold start of our own, in parallel, is sooner. The oldest one in
+         * flight is the first expected. */
+        int64_t avg = s->start_avg_ms[k] ? s->start_avg_ms[k] : 500, oldest = 0;
+        for (int i = 0; i < DOCK_FILLERS; i++)
+            if (s->fill_started_ms[k][i] && (!oldest || s->fill_started_ms[k][i] < oldest))
+                oldest = s->fill_started_ms[k][i];
+        int64_t wait_until = oldest + avg + avg / 2;
         if (s->filling[k] && wait_until - dock_mono_ms() > avg / 2 + avg / 2)
             wait_until = 0;
         while (!s->n_pool[k] && s->filling[k] && dock_mono_ms() < wait_until) {
@@ -304,10 +308,18 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
     return cold_start(s, k, cmd, n_cmd, g, label, out, err);
 }
 
+static bool stopping(struct dock_state *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool stop = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
 void dock_pool_fill(struct dock_state *s)
 {
     for (int k = 0; k < 2; k++) {
-        for (;;) {
+        while (!stopping(s)) {
             pthread_mutex_lock(&s->pool_mu);
             /* recycle the oldest when it aged out or changed while parked */
             struct dock_box *old = NULL;
@@ -317,9 +329,17 @@ void dock_pool_fill(struct dock_state *s)
                 memmove(&s->pool[k][0], &s->pool[k][1], (s->n_pool[k] - 1) * sizeof old);
                 s->n_pool[k]--;
             }
-            bool want = (int)s->n_pool[k] < s->warm[k] && atomic_load(&s->ready) && !atomic_load(&s->repointed);
-            s->filling[k] = want && !old;
-            s->fill_started_ms[k] = dock_mono_ms();
+            /* boxes parked plus boxes on their way never exceed the target */
+            bool want = !old && (int)s->n_pool[k] + s->filling[k] < s->warm[k] && s->filling[k] < DOCK_FILLERS &&
+                        atomic_load(&s->ready) && !atomic_load(&s->repointed);
+            int slot = -1;
+            if (want) {
+                for (slot = 0; s->fill_started_ms[k][slot]; slot++)
+                    ; /* filling[k] < DOCK_FILLERS: a free slot exists */
+                int64_t now = dock_mono_ms();
+                s->fill_started_ms[k][slot] = now ? now : 1;
+                s->filling[k]++;
+            }
             pthread_mutex_unlock(&s->pool_mu);
             if (old) {
                 dock_box_release(s, old);
@@ -333,7 +353,8 @@ void dock_pool_fill(struct dock_state *s)
                             (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000;
             int r = cold_start(s, (enum dock_kind)k, NULL, 0, NULL, label, &b, &e);
             pthread_mutex_lock(&s->pool_mu);
-            s->filling[k] = false;
+            s->filling[k]--;
+            s->fill_started_ms[k][slot] = 0;
             if (r == 0 && (int)s->n_pool[k] < s->warm[k] && s->n_pool[k] < DOCK_POOL_MAX) {
                 s->pool[k][s->n_pool[k]++] = b;
                 b = NULL;

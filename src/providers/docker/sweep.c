@@ -3,7 +3,7 @@
  * off the request path: a force removal of a container that is still exiting costs dockerd
  * 150-600 ms); one maintenance thread for the periodic sweep of labelled containers past their
  * deadline, the periodic preflight refresh (so the tier reacts to dockerd going away without
- * waiting for /readyz), and the warm pool's refill.
+ * waiting for /readyz); DOCK_FILLERS threads for the warm pool's refill.
  * Trusts: dockerd's container list only after type checks; a label it cannot parse is skipped.
  * Invariant: only containers carrying DOCK_LABEL are ever touched by the sweep, and only once
  * their deadline is DOCK_REAP_GRACE_S in the past, so a live run of another instance on the same
@@ -136,7 +136,6 @@ static void *bg_main(void *arg)
             dock_sweep(s, &e);
             next_sweep = now + SWEEP_MS;
         }
-        dock_pool_fill(s);
         pthread_mutex_lock(&s->mu);
         if (s->stop)
             break;
@@ -144,6 +143,30 @@ static void *bg_main(void *arg)
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_sec += TICK_MS / 1000;
         pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* One of DOCK_FILLERS: tops the pool up when kicked (a box was taken) or every tick (a failed
+ * start, a box aged out, readiness came back). Each runs one cold start at a time, so up to
+ * DOCK_FILLERS are in flight per kind while the pool is short: back to back, runs drain it faster
+ * than one start at a time refills it. */
+static void *filler_main(void *arg)
+{
+    struct dock_state *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        s->fill_kick = false;
+        pthread_mutex_unlock(&s->mu);
+        dock_pool_fill(s);
+        pthread_mutex_lock(&s->mu);
+        if (s->stop || s->fill_kick)
+            continue; /* a kick while we were filling is not lost */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += TICK_MS / 1000;
+        pthread_cond_timedwait(&s->fill_cv, &s->mu, &ts);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -171,13 +194,25 @@ int dock_bg_start(struct dock_state *s, struct plm_err *err)
                            strerror(r));
     }
     s->bg_started = true;
+    for (int i = 0; i < DOCK_FILLERS; i++) {
+        r = pthread_create(&s->fillers[i], NULL, filler_main, s);
+        if (r != 0) {
+            dock_bg_stop(s);
+            return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start a docker pool filler thread: %s",
+                               strerror(r));
+        }
+        pthread_mutex_lock(&s->mu);
+        s->n_fillers++;
+        pthread_mutex_unlock(&s->mu);
+    }
     return 0;
 }
 
 void dock_bg_kick(struct dock_state *s)
 {
     pthread_mutex_lock(&s->mu);
-    pthread_cond_signal(&s->cv);
+    s->fill_kick = true;
+    pthread_cond_broadcast(&s->fill_cv);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -186,10 +221,18 @@ void dock_bg_stop(struct dock_state *s)
     pthread_mutex_lock(&s->mu);
     s->stop = true;
     pthread_cond_broadcast(&s->cv);
+    pthread_cond_broadcast(&s->fill_cv);
+    int nf = s->n_fillers;
     pthread_mutex_unlock(&s->mu);
     if (s->bg_started)
         pthread_join(s->bg, NULL);
     s->bg_started = false;
+    /* a filler in a cold start finishes it and parks or releases the box; none starts another */
+    for (int i = 0; i < nf; i++)
+        pthread_join(s->fillers[i], NULL);
+    pthread_mutex_lock(&s->mu);
+    s->n_fillers = 0;
+    pthread_mutex_unlock(&s->mu);
     /* The pool's containers go through the reapers too; then they drain the queue and stop. */
     dock_pool_drain(s);
     pthread_mutex_lock(&s->mu);
