@@ -309,18 +309,26 @@ static JSValue hook(JSContext *ctx, JSValueConst hooks, const char *name)
 
 /* Zygote warm-up (see the prelude's warm()): the compiler, the interpreter and console's
  * formatter build their lazily created shapes, atoms and caches once, before any fork. */
-static int warm(struct jsrt *r)
+/* Evaluates src (len bytes, JS_Eval flags) and then calls the prelude's hook `name`, dropping
+ * both results: the warm-ups only want the pages and caches these paths touch. -1 when either
+ * threw. */
+static int eval_then_hook(struct jsrt *r, const char *src, size_t len, int flags, const char *name)
 {
     JSContext *ctx = r->ctx;
-    static const char warm_src[] = "(function(){ let s = 0; for (let i = 0; i < 10; i++) s += i; return [s, `${s}`]; })()";
-    JSValue wv = JS_Eval(ctx, warm_src, sizeof warm_src - 1, "<warm>", JS_EVAL_TYPE_GLOBAL);
-    JSValue wh = hook(ctx, r->hooks, "warm");
-    JSValue wr = JS_IsException(wh) ? JS_EXCEPTION : JS_Call(ctx, wh, r->hooks, 0, NULL);
-    int rc = JS_IsException(wv) || JS_IsException(wr) ? -1 : 0;
-    JS_FreeValue(ctx, wv);
-    JS_FreeValue(ctx, wh);
-    JS_FreeValue(ctx, wr);
+    JSValue v = JS_Eval(ctx, src, len, "<warm>", flags);
+    JSValue h = hook(ctx, r->hooks, name);
+    JSValue w = JS_IsException(h) ? JS_EXCEPTION : JS_Call(ctx, h, r->hooks, 0, NULL);
+    int rc = JS_IsException(v) || JS_IsException(w) ? -1 : 0;
+    JS_FreeValue(ctx, v);
+    JS_FreeValue(ctx, h);
+    JS_FreeValue(ctx, w);
     return rc;
+}
+
+static int warm(struct jsrt *r)
+{
+    static const char src[] = "(function(){ let s = 0; for (let i = 0; i < 10; i++) s += i; return [s, `${s}`]; })()";
+    return eval_then_hook(r, src, sizeof src - 1, JS_EVAL_TYPE_GLOBAL, "warm");
 }
 
 /* Math.random becomes nat_random, with the builtin's attributes (writable, configurable, not
@@ -410,15 +418,8 @@ int jsrt_adopt(struct jsrt *r, uint64_t seed)
      * development VM, ~50 for a small run): take them now, before READY, by going through the
      * run's own path once: an async script evaluation and console's formatter. Function scope
      * only, so no binding or output survives; the jobs it queued are drained here. */
-    JSContext *ctx = r->ctx;
     static const char src[] = "(() => { const w = [6 * 7, 'x']; return `${w[0]}` + typeof console.log; })()";
-    JSValue v = JS_Eval(ctx, src, sizeof src - 1, "<warm>", JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC);
-    JSValue h = hook(ctx, r->hooks, "warmRun");
-    JSValue w = JS_IsException(h) ? JS_EXCEPTION : JS_Call(ctx, h, r->hooks, 0, NULL);
-    int rc = JS_IsException(v) || JS_IsException(w) ? -1 : 0;
-    JS_FreeValue(ctx, v);
-    JS_FreeValue(ctx, h);
-    JS_FreeValue(ctx, w);
+    int rc = eval_then_hook(r, src, sizeof src - 1, JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC, "warmRun");
     for (JSContext *jctx; rc == 0;) {
         int j = JS_ExecutePendingJob(r->rt, &jctx);
         if (j == 0)

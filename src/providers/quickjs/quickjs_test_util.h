@@ -35,31 +35,32 @@ static inline void run_on(struct plm_provider *p, const char *code, uint32_t tim
 }
 
 
+/* data (n bytes, possibly NULL) as a NUL-terminated string in buf (cap bytes), cut to fit. */
+static inline const char *text_into(char *buf, size_t cap, const uint8_t *data, size_t n)
+{
+    if (n > cap - 1)
+        n = cap - 1;
+    memcpy(buf, data ? (const char *)data : "", n);
+    buf[n] = 0;
+    return buf;
+}
+
 /* stdout/stderr as NUL-terminated copies (static, overwritten per call). */
 static inline const char *out_of(const struct run *r)
 {
     static char buf[LIM_OUTPUT_MAX + 1];
-    size_t n = r->res.js.out.len;
-    memcpy(buf, r->res.js.out.data ? (const char *)r->res.js.out.data : "", n);
-    buf[n] = 0;
-    return buf;
+    return text_into(buf, sizeof buf, r->res.js.out.data, r->res.js.out.len);
 }
 
 /* stdout as a NUL-terminated copy in thread-local storage (for runs on several threads). */
 static inline const char *out_of_copy(const struct run *r)
 {
     static _Thread_local char buf[256];
-    size_t n = r->res.js.out.len < sizeof buf - 1 ? r->res.js.out.len : sizeof buf - 1;
-    memcpy(buf, r->res.js.out.data ? (const char *)r->res.js.out.data : "", n);
-    buf[n] = 0;
-    return buf;
+    return text_into(buf, sizeof buf, r->res.js.out.data, r->res.js.out.len);
 }
 
 static inline const char *err_of(const struct run *r)
 {
     static char buf[LIM_OUTPUT_MAX + 1];
-    size_t n = r->res.js.err.len;
-    memcpy(buf, r->res.js.err.data ? (const char *)r->res.js.err.data : "", n);
-    buf[n] = 0;
-    return buf;
+    return text_into(buf, sizeof buf, r->res.js.err.data, r->res.js.err.len);
 }
