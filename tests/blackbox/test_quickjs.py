@@ -44,7 +44,7 @@ class QuickJS(WireCase):
         self.assertEqual(d["sandbox"], "quickjs")
         self.assertEqual(d["isolation"], "process")
         env = d["javascriptEnvironment"]
-        self.assertRegex(env["identity"], r"^quickjs:sha256:[0-9a-f]{64}$")
+        self.assertRegex(env["identity"], r"^quickjs-ng:sha256:[0-9a-f]{64}$")
         self.assertEqual(env["maxTimeoutMs"], 30000)
         self.assertNotIn("supportsProject", d)
         ev = d["evidence"]
@@ -59,7 +59,7 @@ class QuickJS(WireCase):
         self.assertEqual(r["isolation"], "process")
         self.assertNotIn("exitCode", r["javascript"])
         self.assertTrue(r["record"]["policy"].startswith("plimsoll-evidence:sha256:"))
-        self.assertTrue(r["environment"].startswith("quickjs:sha256:"))
+        self.assertTrue(r["environment"].startswith("quickjs-ng:sha256:"))
 
     def test_uncaught_is_a_result(self):
         r = self.run_js('throw new Error("boom")')

@@ -84,7 +84,7 @@ static int on_interrupt(JSRuntime *rt, void *opaque)
     return 0;
 }
 
-static void on_rejection(JSContext *ctx, JSValueConst promise, JSValueConst reason, JS_BOOL is_handled,
+static void on_rejection(JSContext *ctx, JSValueConst promise, JSValueConst reason, bool is_handled,
                          void *opaque)
 {
     struct jsrt *r = opaque;
@@ -167,7 +167,7 @@ static JSValue nat_promise_result(JSContext *ctx, JSValueConst this_val, int arg
 static JSValue nat_is_error(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
     (void)this_val;
-    return JS_NewBool(ctx, argc > 0 && JS_IsError(ctx, argv[0]));
+    return JS_NewBool(ctx, argc > 0 && JS_IsError(argv[0]));
 }
 
 static JSValue job_call(JSContext *ctx, int argc, JSValueConst *argv)

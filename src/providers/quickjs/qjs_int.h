@@ -9,6 +9,14 @@
 #include "../../core/evidence.h"
 #include "../../core/request.h"
 
+/* The engine (meson.build passes its version, the one scripts/fetch-quickjs-ng.sh pins). The
+ * environment identity is this prefix and the SHA-256 of the worker binary, which statically
+ * contains the engine, the prelude and the confinement (docs/quickjs.md, Engine and identity). */
+#ifndef QJS_ENGINE_VERSION
+#error "QJS_ENGINE_VERSION must come from meson.build"
+#endif
+#define QJS_IDENTITY_PREFIX "quickjs-ng:sha256:"
+
 /* ---- pool.c: the zygote and the ready workers ---- */
 
 struct qjs_pool;
@@ -93,7 +101,7 @@ struct qjs_proof_cfg {
     uint32_t memory_mb;
     uint32_t default_timeout_ms, max_timeout_ms;
     uint32_t cpu_seconds;
-    const char *identity;  /* quickjs:sha256:<hex> */
+    const char *identity;  /* quickjs-ng:sha256:<hex> */
 };
 /* Fills and seals ev. Returns 0 when every check passed, else -1 with err set (startup must
  * stop). */

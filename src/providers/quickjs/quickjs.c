@@ -32,7 +32,7 @@ struct qjs_state {
     struct qjs_config cfg; /* resolved: no zeros */
     uint32_t cpu_seconds;
     int exe_fd;
-    char identity[160];    /* quickjs:sha256:<hex of the worker binary> */
+    char identity[160];    /* quickjs-ng:sha256:<hex of the worker binary> */
     struct qjs_pool *pool;
     struct plm_evidence ev;
     int proven;            /* 1 once the card passed (atomic) */
@@ -267,7 +267,7 @@ struct plm_provider *qjs_provider_new(const struct qjs_config *cfg, struct plm_e
         free(p);
         return NULL;
     }
-    snprintf(s->identity, sizeof s->identity, "quickjs:sha256:%s", hex);
+    snprintf(s->identity, sizeof s->identity, QJS_IDENTITY_PREFIX "%s", hex);
     struct qjs_pool_cfg pc = {
         .exe_fd = s->exe_fd,
         .memory_mb = s->cfg.memory_mb,

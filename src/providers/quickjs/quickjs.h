@@ -1,4 +1,4 @@
-/* quickjs.h: the `quickjs` provider (process tier): QuickJS 2025-04-26 in pre-forked, seccomp-
+/* quickjs.h: the `quickjs` provider (process tier): QuickJS-ng 0.17.0 in pre-forked, seccomp-
  * locked worker processes, one snippet per worker (docs/quickjs.md).
  * Projects and modules are unsupported (run_project is NULL). */
 #pragma once

@@ -65,7 +65,7 @@ static void test_describe_and_proof(void)
     CHECK_STR(d.sandbox, "quickjs");
     CHECK(d.tier == PLM_TIER_PROCESS);
     CHECK(!d.supports_project && !d.supports_module && d.supports_javascript_grants && !d.supports_project_grants);
-    CHECK(strncmp(d.javascript.identity, "quickjs:sha256:", 15) == 0 && strlen(d.javascript.identity) == 15 + 64);
+    CHECK(strncmp(d.javascript.identity, "quickjs-ng:sha256:", 18) == 0 && strlen(d.javascript.identity) == 18 + 64);
     CHECK(d.javascript.default_timeout_ms == 5000 && d.javascript.max_timeout_ms == 30000);
     CHECK_STR(d.javascript.languages[0], "javascript");
     CHECK(d.javascript.languages[1] == NULL);
@@ -114,7 +114,7 @@ static void test_basics(void)
     CHECK(strstr(out_of(&r), "wasm 42") != NULL);
     CHECK_STR(r.res.sandbox, "quickjs");
     CHECK_STR(r.res.isolation, "process");
-    CHECK(r.res.kind == PLM_KIND_JAVASCRIPT && r.res.environment && strncmp(r.res.environment, "quickjs:sha256:", 15) == 0);
+    CHECK(r.res.kind == PLM_KIND_JAVASCRIPT && r.res.environment && strncmp(r.res.environment, "quickjs-ng:sha256:", 18) == 0);
     plm_result_done(&r.res);
 
     /* Item 16: an uncaught exception is a result. */
@@ -268,9 +268,9 @@ static void test_limits(void)
     CHECK(r.res.js.err.len == LIM_OUTPUT_MAX);
     CHECK_STR(out_of(&r), "fine\n");
     plm_result_done(&r.res);
-    /* Item 22: deep recursion is a result. */
+    /* Item 22: deep recursion is a result (QuickJS-ng words it as Node does). */
     run("function f(n){ return n === 0 ? 0 : 1 + f(n - 1) } console.log(f(200000))", 5000, &r);
-    CHECK(r.rc == 0 && r.res.js.exit_code == 1 && strstr(err_of(&r), "stack overflow") != NULL);
+    CHECK(r.rc == 0 && r.res.js.exit_code == 1 && strstr(err_of(&r), "RangeError: Maximum call stack size exceeded") != NULL);
     plm_result_done(&r.res);
     expect_out("function f(n){ return n === 0 ? 0 : 1 + f(n - 1) } console.log(f(10000))", "10000\n");
     /* Memory bomb and string doubling: results, not errors. */

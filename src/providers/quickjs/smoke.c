@@ -178,8 +178,8 @@ int qjs_prove(struct qjs_pool *p, const struct qjs_proof_cfg *cfg, struct plm_ev
 {
     memset(ev, 0, sizeof *ev);
     snprintf(ev->provider, sizeof ev->provider, "quickjs");
-    snprintf(ev->runtime, sizeof ev->runtime, "quickjs");
-    snprintf(ev->runtime_version, sizeof ev->runtime_version, "2025-04-26 %s", cfg->identity);
+    snprintf(ev->runtime, sizeof ev->runtime, "quickjs-ng");
+    snprintf(ev->runtime_version, sizeof ev->runtime_version, "%s %s", QJS_ENGINE_VERSION, cfg->identity);
     ev_kernel_release(ev->kernel_release, sizeof ev->kernel_release);
     struct timeval tv;
     gettimeofday(&tv, NULL);
