@@ -52,6 +52,40 @@ class QuickJS(WireCase):
         self.assertTrue(all(c.get("passed") for c in ev["checks"]), ev["checks"])
         self.assertEqual(d["policy"], "plimsoll-evidence:sha256:" + ev["digest"])
 
+    def test_workers_not_root_no_capabilities(self):
+        """Finding 5: a root daemon's zygote and workers run as uid/gid 61100, no groups, no capabilities."""
+        def status(pid):
+            with open("/proc/%d/status" % pid) as f:
+                return dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
+        seen = {}
+        for _ in range(50):
+            for pid in descendants(self.d.proc.pid):
+                try:
+                    st = status(pid)
+                except OSError:
+                    continue
+                if st.get("Name") in ("qjs-worker", "qjs-zygote"):
+                    seen.setdefault(st["Name"], st)
+            if len(seen) == 2:
+                break
+            time.sleep(0.1)
+        self.assertEqual(sorted(seen), ["qjs-worker", "qjs-zygote"])
+        for name, st in seen.items():
+            for cap in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+                self.assertEqual(int(st[cap], 16), 0, (name, cap, st[cap]))
+            if os.geteuid() == 0:
+                self.assertEqual(st["Uid"].split(), ["61100"] * 4, name)
+                self.assertEqual(st["Gid"].split(), ["61100"] * 4, name)
+                self.assertEqual(st["Groups"].split(), [], name)
+                self.assertEqual(int(st["CapBnd"], 16), 0, name)
+        st, _, data, _ = self.d.call("Describe", {})
+        checks = {c["name"]: c for c in json.loads(data)["evidence"]["checks"]}
+        self.assertTrue(checks["worker.capabilities"]["passed"], checks["worker.capabilities"])
+        if os.geteuid() == 0:
+            self.assertTrue(checks["worker.uid"]["passed"], checks["worker.uid"])
+        r = self.run_js("console.log(1)")
+        self.assertEqual(out(r), b"1\n")
+
     def test_hello(self):
         r = self.run_js('console.log("wasm", 6*7)')
         self.assertEqual(out(r), b"wasm 42\n")

@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -88,6 +90,69 @@ static int empty_root(void)
     return 0;
 }
 
+/* The bounding and ambient sets emptied (the bounding set only as far as we may still change
+ * it: CAP_SETPCAP, so before the uid change). Caps above the kernel's last one answer EINVAL. */
+static int drop_bounding_and_ambient(void)
+{
+    for (unsigned long c = 0; c < 64; c++)
+        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
+            return -1;
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -1;
+    return 0;
+}
+
+/* Effective, permitted and inheritable emptied. */
+static int clear_capabilities(void)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+    memset(d, 0, sizeof d);
+    return syscall(SYS_capset, &h, d) == 0 ? 0 : -1;
+}
+
+static bool no_capabilities(void)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+    if (syscall(SYS_capget, &h, d) != 0)
+        return false;
+    for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+        if (d[i].effective || d[i].permitted || d[i].inheritable)
+            return false;
+    for (unsigned long c = 0; c < 64; c++)
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) == 1)
+            return false;
+    return true;
+}
+
+/* The zygote's last privileged act. A root daemon (uid 0 in its user namespace) hands its
+ * workers no root: no supplementary groups, then WK_UNPRIV_ID as real, effective and saved gid
+ * and uid, every capability set empty; verified, fail closed. A non-root daemon already runs
+ * them as itself; the capabilities an unprivileged user namespace grants are dropped the same
+ * way. The uid change clears the parent-death signal (prctl(2)): it is armed again. */
+static int drop_privileges(pid_t monitor_pid, bool root)
+{
+    if (drop_bounding_and_ambient() < 0)
+        return -1;
+    if (root && (setgroups(0, NULL) < 0 || setresgid(WK_UNPRIV_ID, WK_UNPRIV_ID, WK_UNPRIV_ID) < 0 ||
+                 setresuid(WK_UNPRIV_ID, WK_UNPRIV_ID, WK_UNPRIV_ID) < 0))
+        return -1;
+    /* Leaving uid 0 already cleared permitted and effective (no SECBIT_KEEP_CAPS); a user
+     * namespace's full set is cleared here. Then check rather than trust. */
+    if (clear_capabilities() < 0 || !no_capabilities())
+        return -1;
+    if (root) {
+        uid_t ru, eu, su;
+        gid_t rg, eg, sg;
+        if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru == 0 || eu == 0 || su == 0 ||
+            rg == 0 || eg == 0 || sg == 0 || getgroups(0, NULL) != 0)
+            return -1;
+    }
+    die_with_parent(monitor_pid);
+    return 0;
+}
+
 unsigned wk_zygote_setup(pid_t monitor_pid, int ctl_fd)
 {
     die_with_parent(monitor_pid);
@@ -108,6 +173,13 @@ unsigned wk_zygote_setup(pid_t monitor_pid, int ctl_fd)
     }
     if ((ns & WK_NS_MNT) && empty_root() == 0)
         ns |= WK_NS_EMPTY_ROOT;
+    /* Root in the daemon's own user namespace (not merely in the one we just made, where
+     * our uid is unmapped and cannot change). */
+    bool root = geteuid() == 0 && !(ns & WK_NS_USER);
+    if (drop_privileges(monitor_pid, root) < 0)
+        _exit(126);
+    if (root)
+        ns |= WK_NS_UNPRIV_ID;
     return ns;
 }
 

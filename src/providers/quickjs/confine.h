@@ -12,6 +12,12 @@
 #define WK_NS_IPC 0x04u
 #define WK_NS_MNT 0x08u
 #define WK_NS_EMPTY_ROOT 0x10u
+/* Not a namespace: the daemon was root and the zygote (so every worker) dropped to WK_UNPRIV_ID. */
+#define WK_NS_UNPRIV_ID 0x20u
+
+/* The uid and gid the zygote and its workers run as when the daemon is root: dedicated to
+ * them (it owns no file and no other process on the host), no supplementary groups. */
+#define WK_UNPRIV_ID 61100u
 
 /* Headroom of RLIMIT_AS above the engine's memory cap: the binary, libc, the C stack and
  * malloc's own overhead live there, so the engine's limit trips first and OOM is a result. */
@@ -28,7 +34,9 @@ struct wk_limits {
 
 /* Zygote, once, before any worker: parent-death signal, every fd but the control socket
  * closed, empty environment with TZ=UTC0, then empty network/IPC/mount namespaces where the
- * host allows them (root, or an unprivileged user namespace). Returns WK_NS_* flags; a
+ * host allows them (root, or an unprivileged user namespace), then privileges dropped: no
+ * capabilities, and for a root daemon uid/gid WK_UNPRIV_ID without supplementary groups
+ * (WK_NS_UNPRIV_ID; exits when that fails). Returns WK_NS_* flags; a
  * namespace the host refuses is skipped and reported, never fatal (the tier is `process`
  * either way). Exits the process when the parent is already gone. */
 unsigned wk_zygote_setup(pid_t monitor_pid, int ctl_fd);

@@ -52,6 +52,7 @@ struct qjs_pool {
     size_t reap_head, reap_n;
     pthread_cond_t cv_reap;
     pthread_t reaper;
+    pid_t zyg_pid_pub;        /* zyg_pid for readers on other threads (atomic) */
     /* Refill thread only: */
     pid_t zyg_pid;
     int zyg_fd;
@@ -110,6 +111,7 @@ static void zygote_stop(struct qjs_pool *p)
     if (p->zyg_fd >= 0)
         close(p->zyg_fd); /* the zygote exits on EOF */
     p->zyg_fd = -1;
+    __atomic_store_n(&p->zyg_pid_pub, 0, __ATOMIC_RELEASE);
     if (p->zyg_pid > 0) {
         kill(p->zyg_pid, SIGKILL);
         while (waitpid(p->zyg_pid, NULL, 0) < 0 && errno == EINTR)
@@ -190,6 +192,7 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
     if (qf_reader_finish(&r) < 0)
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "zygote HELLO malformed");
     p->zyg_pid = take_pid(&zyg);
+    __atomic_store_n(&p->zyg_pid_pub, p->zyg_pid, __ATOMIC_RELEASE);
     p->zyg_fd = take_fd(&mine);
     pthread_mutex_lock(&p->mu);
     p->zygote_up = true;
@@ -487,6 +490,11 @@ unsigned qjs_pool_ns(struct qjs_pool *p)
     unsigned ns = p->ns;
     pthread_mutex_unlock(&p->mu);
     return ns;
+}
+
+pid_t qjs_pool_zygote_pid(struct qjs_pool *p)
+{
+    return __atomic_load_n(&p->zyg_pid_pub, __ATOMIC_ACQUIRE);
 }
 
 bool qjs_pool_alive(struct qjs_pool *p)

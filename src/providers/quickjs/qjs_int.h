@@ -40,6 +40,8 @@ void qjs_pool_free(struct qjs_pool *p);
 int qjs_pool_take(struct qjs_pool *p, uint32_t wait_ms, struct qjs_worker *out, struct plm_err *err);
 /* WK_NS_* flags the current zygote applied. */
 unsigned qjs_pool_ns(struct qjs_pool *p);
+/* The current zygote's pid (0 while none is up), for tests that look at it from outside. */
+pid_t qjs_pool_zygote_pid(struct qjs_pool *p);
 /* Whether the zygote is up (cheap, for preflight). */
 bool qjs_pool_alive(struct qjs_pool *p);
 /* SIGKILL now, close, and leave the wait to the pool's reaper thread (off the run's path). */
@@ -73,6 +75,20 @@ struct plm_host_api;
 int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *client_js, const struct plm_host_api *api,
                uint32_t timeout_ms, struct plm_js_result *out, int64_t *duration_ms, struct plm_err *err);
 
+/* A process's credentials as /proc/<pid>/status shows them. */
+struct mon_creds {
+    bool known;              /* the file was read and every field below was found */
+    long uid[4], gid[4];     /* real, effective, saved, filesystem */
+    int n_groups;            /* supplementary groups */
+    uint64_t cap_inh, cap_prm, cap_eff, cap_bnd, cap_amb;
+};
+/* Reads pid's credentials; c->known false when they could not all be read. */
+void mon_proc_creds(pid_t pid, struct mon_creds *c);
+/* The worker's uid/gid, every one of the four, is this one and not 0; no groups. */
+bool mon_creds_unprivileged(const struct mon_creds *c, long id);
+/* No capability in the effective, permitted, inheritable or ambient set. */
+bool mon_creds_no_caps(const struct mon_creds *c);
+
 struct mon_probe_outcome {
     bool returned;      /* the worker answered PROBE_RESULT */
     int64_t ret;        /* the syscall's result */
@@ -85,6 +101,7 @@ struct mon_probe_outcome {
     int no_new_privs;   /* NoNewPrivs:, -1 unknown */
     int n_fds;          /* entries in /proc/<pid>/fd, -1 unknown */
     bool own_netns, own_ipcns, own_mntns; /* differs from the daemon's */
+    struct mon_creds creds;               /* its uid, gid, groups and capabilities */
 };
 /* Runs one probe (probe.h) in a fresh worker. < 0 only when no worker could be had. */
 int mon_probe(struct qjs_pool *p, uint32_t probe, struct mon_probe_outcome *o, struct plm_err *err);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../core/limits.h"
+#include "confine.h"
 #include "frame.h"
 #include "probe.h"
 #include "qjs_int.h"
@@ -334,6 +335,20 @@ static void test_filter_direct(void)
     struct plm_err err = {0};
     CHECK(mon_probe(pool, WK_PROBE_NONE, &o, &err) == 0 && o.returned && o.ret == 0);
     CHECK(o.seccomp_mode == 2 && o.no_new_privs == 1 && o.n_fds == 1);
+    /* Finding 5: no root and no capabilities in a worker or the zygote, seen from outside. */
+    struct mon_creds zc;
+    pid_t zpid = qjs_pool_zygote_pid(pool);
+    CHECK(zpid > 0);
+    mon_proc_creds(zpid, &zc);
+    CHECK(mon_creds_no_caps(&o.creds) && mon_creds_no_caps(&zc));
+    if (geteuid() == 0) {
+        CHECK(mon_creds_unprivileged(&o.creds, WK_UNPRIV_ID) && o.creds.cap_bnd == 0);
+        CHECK(mon_creds_unprivileged(&zc, WK_UNPRIV_ID) && zc.cap_bnd == 0);
+    } else {
+        CHECK(o.creds.uid[1] == (long)geteuid()); /* a non-root daemon's workers are itself */
+    }
+    printf("# worker uid %ld gid %ld groups %d CapEff %llx CapBnd %llx; zygote uid %ld\n", o.creds.uid[0], o.creds.gid[0],
+           o.creds.n_groups, (unsigned long long)o.creds.cap_eff, (unsigned long long)o.creds.cap_bnd, zc.uid[0]);
     const uint32_t forbidden[] = {WK_PROBE_OPEN_FILE, WK_PROBE_SOCKET, WK_PROBE_FORK, WK_PROBE_EXECVE,
                                   WK_PROBE_MMAP_EXEC, WK_PROBE_WRITE_STDERR};
     for (size_t i = 0; i < sizeof forbidden / sizeof forbidden[0]; i++) {
@@ -526,8 +541,8 @@ static pid_t busiest_worker(void)
         long utime = 0, stime = 0;
         /* fields after ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
         if (sscanf(rp + 2, "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &state, &ppid, &utime, &stime) != 4 ||
-            ppid != getpid())
-            continue;
+            ppid != getpid() || state == 'Z')
+            continue; /* a probe worker killed but not yet reaped keeps its ticks: not the runner */
         if (utime + stime > best_ticks) {
             best_ticks = utime + stime;
             best = atoi(e->d_name);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "../../core/limits.h"
 #include "confine.h"
@@ -116,6 +117,19 @@ static void check_probes(struct qjs_pool *p, struct plm_evidence *ev, const stru
     ev_add_check(ev, "worker.seccomp", "Seccomp: 2 (filter)", o.seccomp_mode == 2, "Seccomp: %d", o.seccomp_mode);
     ev_add_check(ev, "worker.no_new_privs", "NoNewPrivs: 1", o.no_new_privs == 1, "NoNewPrivs: %d", o.no_new_privs);
     ev_add_check(ev, "worker.fds", "1 descriptor (its socket)", o.n_fds == 1, "%d descriptors", o.n_fds);
+    const struct mon_creds *c = &o.creds;
+    if (ns & WK_NS_UNPRIV_ID) {
+        char want[96];
+        snprintf(want, sizeof want, "uid and gid %u (real, effective, saved, fs), no supplementary groups", WK_UNPRIV_ID);
+        ev_add_check(ev, "worker.uid", want, mon_creds_unprivileged(c, WK_UNPRIV_ID), "uid %ld/%ld/%ld/%ld gid %ld/%ld/%ld/%ld, %d groups",
+                     c->uid[0], c->uid[1], c->uid[2], c->uid[3], c->gid[0], c->gid[1], c->gid[2], c->gid[3], c->n_groups);
+    } else if (geteuid() == 0) {
+        ev_add_check(ev, "worker.uid", "not root", false, "the zygote did not report dropping root");
+    }
+    ev_add_check(ev, "worker.capabilities", "none (CapEff, CapPrm, CapInh, CapAmb all 0)", mon_creds_no_caps(c),
+                 "CapEff %llx CapPrm %llx CapInh %llx CapAmb %llx CapBnd %llx", (unsigned long long)c->cap_eff,
+                 (unsigned long long)c->cap_prm, (unsigned long long)c->cap_inh, (unsigned long long)c->cap_amb,
+                 (unsigned long long)c->cap_bnd);
     if (ns & WK_NS_NET)
         ev_add_check(ev, "worker.netns", "not the daemon's", o.own_netns, "%s", o.own_netns ? "separate" : "shared");
     if (ns & WK_NS_IPC)
@@ -159,10 +173,15 @@ static void confinement_lines(struct plm_evidence *ev, const struct qjs_proof_cf
     ev_add_confinement(ev, "rlimits: AS %u MiB, CPU %u s, FSIZE/CORE/NPROC/MEMLOCK/MSGQUEUE/NOFILE 0",
                        cfg->memory_mb + WK_AS_HEADROOM_MB, cfg->cpu_seconds);
     ev_add_confinement(ev, "no_new_privs; parent-death SIGKILL");
+    if (ns & WK_NS_UNPRIV_ID)
+        ev_add_confinement(ev, "credentials: uid/gid %u, no supplementary groups, no capabilities (zygote and workers)",
+                           WK_UNPRIV_ID);
+    else
+        ev_add_confinement(ev, "credentials: the daemon's own non-root uid, no capabilities");
     ev_add_confinement(ev, "seccomp: default KILL_PROCESS, foreign arch kills, %zu allowed syscalls", wk_allow_len);
     for (size_t i = 0; i < wk_allow_len; i++)
         ev_add_confinement(ev, "seccomp allow %s (%s)", wk_allow[i].name, wk_rule_cond(wk_allow[i].arg));
-    if (ns)
+    if (ns & ~WK_NS_UNPRIV_ID)
         ev_add_confinement(ev, "namespaces:%s%s%s%s%s", ns & WK_NS_USER ? " user" : "", ns & WK_NS_NET ? " net(empty)" : "",
                            ns & WK_NS_IPC ? " ipc" : "", ns & WK_NS_MNT ? " mnt" : "",
                            ns & WK_NS_EMPTY_ROOT ? " (empty read-only root)" : "");
