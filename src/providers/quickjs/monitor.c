@@ -63,12 +63,44 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static bool permitted(uint16_t type, enum mon_state st, bool grant)
+/* The MON_ONCE rows one worker has used (bit i = mon_table[i]): a worker's whole life. */
+struct mon_seen {
+    unsigned once;
+};
+
+/* The table, enforced: the row for (type, state) must exist, a MON_GRANT row needs a grant, and a
+ * MON_ONCE row admits its frame once per worker (a second READY, RESULT or PROBE_RESULT is a
+ * violation even where the state machine would not otherwise look). */
+static bool admit(uint16_t type, enum mon_state st, bool grant, struct mon_seen *seen)
 {
-    for (size_t i = 0; i < sizeof mon_table / sizeof mon_table[0]; i++)
-        if (mon_table[i].type == type && mon_table[i].state == st)
-            return grant || !(mon_table[i].how & MON_GRANT);
+    for (size_t i = 0; i < sizeof mon_table / sizeof mon_table[0]; i++) {
+        const struct mon_rule *r = &mon_table[i];
+        if (r->type != type || r->state != st)
+            continue;
+        if ((r->how & MON_GRANT) && !grant)
+            return false;
+        if (r->how & MON_ONCE) {
+            if (seen->once & (1u << i))
+                return false;
+            seen->once |= 1u << i;
+        }
+        return true;
+    }
     return false;
+}
+
+/* After a MON_ONCE frame that ends its state the worker owes nothing until we speak (READY) or
+ * ever again (RESULT, PROBE_RESULT: it exits). Bytes already queued behind it are a second frame
+ * and a violation. EOF is fine: the worker exited after its answer. A worker cannot send later
+ * ones: after its answer it is SIGKILLed at once. */
+static bool nothing_queued(int fd)
+{
+    uint8_t b;
+    ssize_t k;
+    do
+        k = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    while (k < 0 && errno == EINTR);
+    return k == 0 || (k < 0 && errno == EAGAIN);
 }
 
 static int poll_ms(int64_t left)
@@ -104,8 +136,8 @@ static enum mon_rc read_exact(int fd, uint8_t *buf, size_t n, int64_t deadline)
 
 /* One frame permitted in state `st` (with or without a grant), echoing `seq`. *payload is
  * malloc'd (NULL when empty). */
-static enum mon_rc recv_frame(int fd, enum mon_state st, bool grant, uint64_t seq, int64_t deadline, struct qf_hdr *h,
-                              uint8_t **payload)
+static enum mon_rc recv_frame(int fd, enum mon_state st, bool grant, struct mon_seen *seen, uint64_t seq,
+                              int64_t deadline, struct qf_hdr *h, uint8_t **payload)
 {
     uint8_t hb[QF_HDR_LEN];
     *payload = NULL;
@@ -113,7 +145,7 @@ static enum mon_rc recv_frame(int fd, enum mon_state st, bool grant, uint64_t se
     if (rc != MON_OK)
         return rc;
     /* Fail closed: type/flags/len checked, then the table, before a byte of payload is taken. */
-    if (qf_hdr_decode(hb, h) < 0 || !permitted(h->type, st, grant) || h->seq != seq)
+    if (qf_hdr_decode(hb, h) < 0 || !admit(h->type, st, grant, seen) || h->seq != seq)
         return MON_VIOLATION;
     if (h->len == 0)
         return MON_OK;
@@ -193,17 +225,28 @@ static void describe_status(int st, char *buf, size_t len)
         snprintf(buf, len, "wait status %#x", st);
 }
 
-/* A taken worker must say READY first; one that cannot is replaced before any code is sent. */
-static int take_ready(struct qjs_pool *p, struct qjs_worker *w, struct plm_err *err)
+/* READY, exactly once, and nothing behind it. */
+static enum mon_rc expect_ready(int fd, struct mon_seen *seen)
+{
+    struct qf_hdr h;
+    uint8_t *pl;
+    enum mon_rc rc = recv_frame(fd, MON_SPAWNED, false, seen, 0, now_ms() + MON_READY_MS, &h, &pl);
+    free(pl);
+    if (rc == MON_OK && !nothing_queued(fd))
+        rc = MON_VIOLATION;
+    return rc;
+}
+
+/* A taken worker must say READY first; one that cannot (or says more) is replaced before any
+ * code is sent. */
+static int take_ready(struct qjs_pool *p, struct qjs_worker *w, struct mon_seen *seen, struct plm_err *err)
 {
     char why[96] = "";
     for (int attempt = 0; attempt < 3; attempt++) {
         if (qjs_pool_take(p, 10000, w, err) < 0)
             return -1;
-        struct qf_hdr h;
-        uint8_t *pl;
-        enum mon_rc rc = recv_frame(w->fd, MON_SPAWNED, false, 0, now_ms() + MON_READY_MS, &h, &pl);
-        free(pl);
+        *seen = (struct mon_seen){0};
+        enum mon_rc rc = expect_ready(w->fd, seen);
         if (rc == MON_OK)
             return 0;
         describe_status(qjs_worker_end(w), why, sizeof why);
@@ -303,6 +346,7 @@ static void call_abandon(struct mon_call **pc)
 /* One run on the monitor's side. */
 struct mon_run {
     int fd;
+    struct mon_seen *seen;          /* the worker's MON_ONCE rows, READY already among them */
     uint64_t seq;                   /* the RUN's; every frame of the run echoes it */
     const struct plm_host_api *api; /* NULL: the run has no grant and HOST_CALL kills */
     int64_t soft, hard;             /* the run's deadline; the kill (deadline + grace) */
@@ -454,10 +498,14 @@ static enum mon_rc mon_running(struct mon_run *run, struct qf_hdr *h, uint8_t **
             return MON_EOF;
         }
         uint8_t *pl = NULL;
-        enum mon_rc rc = recv_frame(run->fd, MON_RUNNING, run->api != NULL, run->seq, run->hard, h, &pl);
+        enum mon_rc rc = recv_frame(run->fd, MON_RUNNING, run->api != NULL, run->seen, run->seq, run->hard, h, &pl);
         if (rc != MON_OK)
             return rc;
         if (h->type == QF_RESULT) {
+            if (!nothing_queued(run->fd)) {
+                free(pl); /* a second answer behind the first: neither is trusted */
+                return MON_VIOLATION;
+            }
             *result = pl;
             return MON_OK;
         }
@@ -467,36 +515,80 @@ static enum mon_rc mon_running(struct mon_run *run, struct qf_hdr *h, uint8_t **
     }
 }
 
-int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *client_js, const struct plm_host_api *api,
-               uint32_t timeout_ms, struct plm_js_result *out, int64_t *duration_ms, struct plm_err *err)
+/* The request's checks that need no worker. */
+static int check_request(size_t len, const char *client_js, const struct plm_host_api *api, size_t *client_len,
+                         struct plm_err *err)
 {
-    memset(out, 0, sizeof *out);
     if (len == 0 || len > LIM_CODE_MAX)
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
-    size_t client_len = client_js ? strnlen(client_js, QF_CLIENT_MAX + 1) : 0;
-    if (client_len > QF_CLIENT_MAX)
+    *client_len = client_js ? strnlen(client_js, QF_CLIENT_MAX + 1) : 0;
+    if (*client_len > QF_CLIENT_MAX)
         return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
                            "the grant's client script is over the quickjs transport's %u KiB; nothing ran",
                            QF_CLIENT_MAX / 1024);
     if (api && !api->call)
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "a grant without a host api callback");
-    cleanup_worker struct qjs_worker w = {.pid = -1, .fd = -1};
-    if (take_ready(p, &w, err) < 0)
-        return -1;
+    return 0;
+}
 
-    struct mon_run run = {.fd = w.fd, .seq = next_seq(), .api = api};
+/* RUN to RESULT on a READY worker: the frame out, then the RUNNING state. *pl is the RESULT's
+ * payload on MON_OK. */
+static enum mon_rc exchange(struct mon_run *run, const char *code, size_t len, const char *client_js, size_t client_len,
+                            uint32_t timeout_ms, int64_t t0, struct qf_hdr *h, uint8_t **pl)
+{
     uint8_t fixed[QF_RUN_FIXED];
     qf_run_encode_fixed(fixed, timeout_ms, client_js ? QF_RUN_GRANT : 0, (uint32_t)client_len);
-    int64_t t0 = now_ms();
-    run.soft = t0 + timeout_ms;
-    run.hard = run.soft + MON_GRACE_MS;
+    run->soft = t0 + timeout_ms;
+    run->hard = run->soft + MON_GRACE_MS;
+    *pl = NULL;
     enum mon_rc rc =
-        send_frame3(w.fd, QF_RUN, run.seq, fixed, sizeof fixed, client_js, client_len, code, len, run.hard);
+        send_frame3(run->fd, QF_RUN, run->seq, fixed, sizeof fixed, client_js, client_len, code, len, run->hard);
+    if (rc == MON_OK)
+        rc = mon_running(run, h, pl);
+    call_abandon(&run->call); /* a call still out is the broker's to cancel (grant_end) */
+    return rc;
+}
+
+/* The RESULT's payload (taken, freed) into out. */
+static int take_result(const struct qf_hdr *h, uint8_t *pl, struct plm_js_result *out, struct plm_err *err)
+{
+    struct qf_result res;
+    if (qf_result_decode(pl, h->len, &res) < 0) {
+        free(pl);
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker sent a malformed result");
+    }
+    out->exit_code = res.exit_code;
+    out->timed_out = res.flags & QF_RES_TIMED_OUT;
+    out->out_truncated = res.flags & QF_RES_OUT_TRUNC;
+    out->err_truncated = res.flags & QF_RES_ERR_TRUNC;
+    int r = copy_bytes(&out->out, res.out, res.out_len);
+    if (r == 0)
+        r = copy_bytes(&out->err, res.err, res.err_len);
+    free(pl);
+    if (r < 0) {
+        plm_bytes_done(&out->out);
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory copying the result");
+    }
+    return 0;
+}
+
+int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *client_js, const struct plm_host_api *api,
+               uint32_t timeout_ms, struct plm_js_result *out, int64_t *duration_ms, struct plm_err *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t client_len;
+    if (check_request(len, client_js, api, &client_len, err) < 0)
+        return -1;
+    cleanup_worker struct qjs_worker w = {.pid = -1, .fd = -1};
+    struct mon_seen seen;
+    if (take_ready(p, &w, &seen, err) < 0)
+        return -1;
+
+    struct mon_run run = {.fd = w.fd, .seen = &seen, .seq = next_seq(), .api = api};
+    int64_t t0 = now_ms();
     struct qf_hdr h;
     uint8_t *pl = NULL;
-    if (rc == MON_OK)
-        rc = mon_running(&run, &h, &pl);
-    call_abandon(&run.call); /* a call still out is the broker's to cancel (grant_end) */
+    enum mon_rc rc = exchange(&run, code, len, client_js, client_len, timeout_ms, t0, &h, &pl);
     *duration_ms = now_ms() - t0;
 
     if (rc == MON_TIMEOUT) {
@@ -515,24 +607,29 @@ int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *cli
     }
     /* The answer is in: the worker has nothing left to do. */
     qjs_pool_discard(p, &w);
-    struct qf_result res;
-    if (qf_result_decode(pl, h.len, &res) < 0) {
-        free(pl);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker sent a malformed result");
-    }
-    out->exit_code = res.exit_code;
-    out->timed_out = res.flags & QF_RES_TIMED_OUT;
-    out->out_truncated = res.flags & QF_RES_OUT_TRUNC;
-    out->err_truncated = res.flags & QF_RES_ERR_TRUNC;
-    int r = copy_bytes(&out->out, res.out, res.out_len);
-    if (r == 0)
-        r = copy_bytes(&out->err, res.err, res.err_len);
-    free(pl);
-    if (r < 0) {
-        plm_bytes_done(&out->out);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory copying the result");
-    }
-    return 0;
+    return take_result(&h, pl, out, err);
+}
+
+int mon_play(int fd, const char *code, size_t len, const char *client_js, const struct plm_host_api *api,
+             uint32_t timeout_ms, struct plm_js_result *out, struct plm_err *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t client_len;
+    if (check_request(len, client_js, api, &client_len, err) < 0)
+        return -1;
+    struct mon_seen seen = {0};
+    enum mon_rc rc = expect_ready(fd, &seen);
+    if (rc != MON_OK)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker %s before its request",
+                           rc == MON_VIOLATION ? "broke the protocol" : "failed");
+    struct mon_run run = {.fd = fd, .seen = &seen, .seq = next_seq(), .api = api};
+    struct qf_hdr h;
+    uint8_t *pl = NULL;
+    rc = exchange(&run, code, len, client_js, client_len, timeout_ms, now_ms(), &h, &pl);
+    if (rc != MON_OK)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker %s",
+                           rc == MON_VIOLATION ? "broke the protocol" : rc == MON_TIMEOUT ? "timed out" : "died mid-run");
+    return take_result(&h, pl, out, err);
 }
 
 /* ---- probes: the same path, a PROBE instead of a RUN, plus a look from outside ---- */
@@ -553,84 +650,6 @@ static int status_field(pid_t pid, const char *key)
         }
     fclose(f);
     return v;
-}
-
-static int parse_ids(const char *v, long out[4])
-{
-    char *end;
-    for (int i = 0; i < 4; i++) {
-        errno = 0;
-        out[i] = strtol(v, &end, 10);
-        if (errno || end == v)
-            return -1;
-        v = end;
-    }
-    return 0;
-}
-
-static int parse_caps(const char *v, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 16);
-    if (errno || end == v)
-        return -1;
-    *out = x;
-    return 0;
-}
-
-void mon_proc_creds(pid_t pid, struct mon_creds *c)
-{
-    memset(c, 0, sizeof *c);
-    char path[64], line[1024];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return;
-    unsigned seen = 0, bad = 0;
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (!colon)
-            continue;
-        *colon = 0;
-        const char *v = colon + 1;
-        if (strcmp(line, "Uid") == 0)
-            bad |= parse_ids(v, c->uid) < 0, seen |= 1;
-        else if (strcmp(line, "Gid") == 0)
-            bad |= parse_ids(v, c->gid) < 0, seen |= 2;
-        else if (strcmp(line, "Groups") == 0) {
-            seen |= 4;
-            char *save = NULL;
-            for (char *t = strtok_r(colon + 1, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
-                c->n_groups++;
-        } else if (strcmp(line, "CapInh") == 0)
-            bad |= parse_caps(v, &c->cap_inh) < 0, seen |= 8;
-        else if (strcmp(line, "CapPrm") == 0)
-            bad |= parse_caps(v, &c->cap_prm) < 0, seen |= 16;
-        else if (strcmp(line, "CapEff") == 0)
-            bad |= parse_caps(v, &c->cap_eff) < 0, seen |= 32;
-        else if (strcmp(line, "CapBnd") == 0)
-            bad |= parse_caps(v, &c->cap_bnd) < 0, seen |= 64;
-        else if (strcmp(line, "CapAmb") == 0)
-            bad |= parse_caps(v, &c->cap_amb) < 0, seen |= 128;
-    }
-    fclose(f);
-    c->known = seen == 255 && !bad;
-}
-
-bool mon_creds_unprivileged(const struct mon_creds *c, long id)
-{
-    if (!c->known || id == 0 || c->n_groups != 0)
-        return false;
-    for (int i = 0; i < 4; i++)
-        if (c->uid[i] != id || c->gid[i] != id)
-            return false;
-    return true;
-}
-
-bool mon_creds_no_caps(const struct mon_creds *c)
-{
-    return c->known && !c->cap_inh && !c->cap_prm && !c->cap_eff && !c->cap_amb;
 }
 
 static int count_fds(pid_t pid)
@@ -665,7 +684,8 @@ int mon_probe(struct qjs_pool *p, uint32_t probe, struct mon_probe_outcome *o, s
     memset(o, 0, sizeof *o);
     o->exit_status = -1;
     cleanup_worker struct qjs_worker w = {.pid = -1, .fd = -1};
-    if (take_ready(p, &w, err) < 0)
+    struct mon_seen seen;
+    if (take_ready(p, &w, &seen, err) < 0)
         return -1;
     o->seccomp_mode = status_field(w.pid, "Seccomp");
     o->no_new_privs = status_field(w.pid, "NoNewPrivs");
@@ -683,7 +703,7 @@ int mon_probe(struct qjs_pool *p, uint32_t probe, struct mon_probe_outcome *o, s
     struct qf_hdr h;
     uint8_t *pl = NULL;
     if (rc == MON_OK)
-        rc = recv_frame(w.fd, MON_PROBING, false, seq, deadline, &h, &pl);
+        rc = recv_frame(w.fd, MON_PROBING, false, &seen, seq, deadline, &h, &pl);
     if (rc == MON_OK) {
         struct qf_reader r;
         qf_reader_init(&r, pl, h.len);

@@ -89,6 +89,12 @@ bool mon_creds_unprivileged(const struct mon_creds *c, long id);
 /* No capability in the effective, permitted, inheritable or ambient set. */
 bool mon_creds_no_caps(const struct mon_creds *c);
 
+/* The monitor's protocol on a socket the caller owns (no pool, no process): READY, RUN, host calls
+ * with `api`, RESULT, with mon_table enforced exactly as in mon_run_js. For the negative tests,
+ * which play a misbehaving worker on the other end. < 0: PLM_E_INTERNAL ("broke the protocol"). */
+int mon_play(int fd, const char *code, size_t len, const char *client_js, const struct plm_host_api *api,
+             uint32_t timeout_ms, struct plm_js_result *out, struct plm_err *err);
+
 struct mon_probe_outcome {
     bool returned;      /* the worker answered PROBE_RESULT */
     int64_t ret;        /* the syscall's result */
