@@ -23,6 +23,8 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
         break;
     case CFG_QUICKJS: {
         struct qjs_config qc = {.memory_mb = cfg->memory_mb, .pool_size = cfg->max_concurrent};
+        if (qjs_config_from_env(&qc, getenv, err) < 0)
+            return NULL;
         return qjs_provider_new(&qc, err);
     }
     case CFG_DOCKER: {

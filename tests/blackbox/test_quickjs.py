@@ -376,6 +376,51 @@ class Startup(unittest.TestCase):
             self.assertNotEqual(d.wait_exit(60), 0)
             self.assertIn(var, "\n".join(d.lines))
 
+    def test_malformed_zygote_bounds_stop_startup(self):
+        for var, val in (("SANDBOX_QUICKJS_ZYGOTE_FORKS", "0"), ("SANDBOX_QUICKJS_ZYGOTE_FORKS", "many"),
+                         ("SANDBOX_QUICKJS_ZYGOTE_AGE_S", "-5"), ("SANDBOX_QUICKJS_ZYGOTE_AGE_S", "86401")):
+            d = Daemon(dict(ENV, **{var: val}), expect_start=False)
+            self.assertNotEqual(d.wait_exit(60), 0, (var, val))
+            self.assertIn(var, "\n".join(d.lines))
+
+    def test_zygote_recycled_without_dropping_runs(self):
+        """Finding 4: a fork budget of 3 replaces the zygote many times under concurrent runs; every
+        run answers, and the card states the bounds."""
+        with Daemon(dict(ENV, SANDBOX_QUICKJS_ZYGOTE_FORKS="3", SANDBOX_QUICKJS_ZYGOTE_AGE_S="600")) as d:
+            def zygotes():
+                """The zygote's pid set, once it is one: a worker is named qjs-zygote for the moment
+                between its fork and its confinement, and a recycle briefly has two."""
+                for _ in range(100):
+                    out = set()
+                    for pid in descendants(d.proc.pid):
+                        try:
+                            with open("/proc/%d/comm" % pid) as f:
+                                if f.read().strip() == "qjs-zygote":
+                                    out.add(pid)
+                        except OSError:
+                            pass
+                    if len(out) == 1:
+                        return out
+                    time.sleep(0.05)
+                return out
+            first = zygotes()
+            self.assertEqual(len(first), 1)
+
+            def one(i):
+                st, _, data, _ = d.call("Run", js("console.log(%d)" % i))
+                return st, json.loads(data)
+            with cf.ThreadPoolExecutor(max_workers=8) as ex:
+                res = list(ex.map(one, range(60)))
+            for i, (st, r) in enumerate(res):
+                self.assertEqual(st, 200, r)
+                self.assertEqual(out(r), b"%d\n" % i)
+            now = zygotes()
+            self.assertEqual(len(now), 1)
+            self.assertNotEqual(now, first)
+            st, _, data, _ = d.call("Describe", {})
+            conf = json.loads(data)["evidence"].get("confinement", [])
+            self.assertIn("zygote: replaced after 3 workers or 600 s, whichever comes first", conf)
+
     def test_min_isolation_container_refuses_start(self):
         d = Daemon(dict(ENV, SANDBOX_MIN_ISOLATION="container"), expect_start=False)
         self.assertNotEqual(d.wait_exit(60), 0)

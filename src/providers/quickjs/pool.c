@@ -4,7 +4,10 @@
  * Trusts: the zygote's replies only after qf_hdr_decode(); a worker not at all (the pool never
  *   reads from one: the monitor checks READY when it takes it).
  * Invariant: one long-lived refill thread spawns the zygote (its parent-death signal, and its
- *   workers', is bound to that thread) and owns every spawn; a worker is in the ring at most once
+ *   workers', is bound to that thread) and owns every spawn; a zygote makes at most
+ *   cfg.zygote_forks workers and lives at most cfg.zygote_age_ms, then a new one is started
+ *   BEFORE the old one goes (so the pool never reports itself down for a recycle, and workers
+ *   already forked, ready or running, are the daemon's children and unaffected); a worker is in the ring at most once
  *   and leaves it exactly once, to a run or to qjs_worker_end(); nothing is ever reused. A
  *   discarded worker is SIGKILLed by the caller and only then queued for the reaper thread, so
  *   no signal ever targets a reaped (reusable) pid. */
@@ -27,6 +30,7 @@
 #include "../../core/cleanup.h"
 #include "confine.h"
 #include "frame.h"
+#include "quickjs.h"
 
 /* Zygote replies (HELLO, SPAWNED) must arrive within this. */
 #define POOL_CTL_MS 5000
@@ -53,9 +57,12 @@ struct qjs_pool {
     pthread_cond_t cv_reap;
     pthread_t reaper;
     pid_t zyg_pid_pub;        /* zyg_pid for readers on other threads (atomic) */
+    uint64_t recycled;        /* zygotes retired for their fork count or age (atomic) */
     /* Refill thread only: */
     pid_t zyg_pid;
     int zyg_fd;
+    uint32_t zyg_forks;       /* SPAWNs sent to the current zygote */
+    int64_t zyg_born_ms;      /* when it said HELLO */
     uint64_t seq;
     pthread_t thread;
 };
@@ -194,6 +201,8 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
     p->zyg_pid = take_pid(&zyg);
     __atomic_store_n(&p->zyg_pid_pub, p->zyg_pid, __ATOMIC_RELEASE);
     p->zyg_fd = take_fd(&mine);
+    p->zyg_forks = 0;
+    p->zyg_born_ms = now_ms();
     pthread_mutex_lock(&p->mu);
     p->zygote_up = true;
     p->ns = ns;
@@ -245,6 +254,7 @@ static int spawn_batch(struct qjs_pool *p, size_t n, struct qjs_worker *out, siz
             break;
         }
         pend[sent] = sv[0];
+        p->zyg_forks++;
     }
     for (size_t i = 0; i < sent; i++) {
         uint8_t buf[QF_HDR_LEN + 8];
@@ -320,6 +330,73 @@ void qjs_pool_discard(struct qjs_pool *p, struct qjs_worker *w)
         qjs_worker_end(w);
 }
 
+/* The current zygote has made its last worker or lived its time. */
+static bool zygote_spent(const struct qjs_pool *p)
+{
+    return p->zyg_fd >= 0 &&
+           (p->zyg_forks >= p->cfg.zygote_forks || now_ms() - p->zyg_born_ms >= (int64_t)p->cfg.zygote_age_ms);
+}
+
+/* Replaces a spent zygote: the new one is started first, and only once it said HELLO is the old
+ * one closed and reaped, so the pool never reports itself down and no run waits longer than a
+ * refill. Workers already forked are the daemon's children and live on; after a recycle for age
+ * the ready ones (which ran nothing) are discarded too, so an idle pool does not hand out a
+ * layout older than the bound. When the new zygote cannot start, the old one keeps serving and
+ * the next attempt waits for the backoff. */
+static int zygote_recycle(struct qjs_pool *p, struct plm_err *err)
+{
+    bool by_age = p->zyg_forks < p->cfg.zygote_forks;
+    pid_t old_pid = p->zyg_pid;
+    int old_fd = p->zyg_fd;
+    uint32_t old_forks = p->zyg_forks;
+    int64_t old_born = p->zyg_born_ms;
+    p->zyg_pid = -1;
+    p->zyg_fd = -1;
+    if (zygote_start(p, err) < 0) {
+        p->zyg_pid = old_pid;
+        p->zyg_fd = old_fd;
+        p->zyg_forks = old_forks;
+        p->zyg_born_ms = old_born;
+        __atomic_store_n(&p->zyg_pid_pub, old_pid, __ATOMIC_RELEASE);
+        return -1;
+    }
+    close(old_fd); /* the old zygote exits on EOF; the kill is for one that would not */
+    kill(old_pid, SIGKILL);
+    while (waitpid(old_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    __atomic_add_fetch(&p->recycled, 1, __ATOMIC_RELAXED);
+    if (!by_age)
+        return 0;
+    struct qjs_worker stale[QJS_MAX_POOL];
+    size_t n = 0;
+    pthread_mutex_lock(&p->mu);
+    while (p->n > 0 && n < QJS_MAX_POOL) {
+        stale[n++] = p->ring[p->head];
+        p->head = (p->head + 1) % p->cfg.size;
+        p->n--;
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < n; i++)
+        qjs_pool_discard(p, &stale[i]);
+    return 0;
+}
+
+/* Sleeps on cv_refill (mu held) until a worker is wanted, stop, or the zygote's age is up. */
+static void wait_for_work(struct qjs_pool *p)
+{
+    while (!p->stop && p->n >= p->cfg.size) {
+        if (p->zyg_fd < 0) {
+            pthread_cond_wait(&p->cv_refill, &p->mu);
+            continue;
+        }
+        int64_t due = p->zyg_born_ms + (int64_t)p->cfg.zygote_age_ms;
+        if (now_ms() >= due)
+            return;
+        struct timespec dl = {.tv_sec = (time_t)(due / 1000), .tv_nsec = (long)(due % 1000) * 1000000};
+        pthread_cond_timedwait(&p->cv_refill, &p->mu, &dl);
+    }
+}
+
 static void *refill_main(void *arg)
 {
     struct qjs_pool *p = arg;
@@ -334,15 +411,33 @@ static void *refill_main(void *arg)
         return NULL;
 
     unsigned backoff_ms = 0;
+    int64_t retry_ms = 0;
     for (;;) {
         pthread_mutex_lock(&p->mu);
-        while (!p->stop && p->n >= p->cfg.size)
-            pthread_cond_wait(&p->cv_refill, &p->mu);
+        wait_for_work(p);
         bool stop = p->stop;
-        size_t need = p->cfg.size - p->n;
         pthread_mutex_unlock(&p->mu);
         if (stop)
             break;
+        if (zygote_spent(p) && (!backoff_ms || now_ms() >= retry_ms)) {
+            if (zygote_recycle(p, &err) < 0) {
+                pthread_mutex_lock(&p->mu);
+                snprintf(p->broken, sizeof p->broken, "recycling the zygote: %.170s", err.msg);
+                pthread_mutex_unlock(&p->mu);
+                backoff_ms = backoff_ms ? (backoff_ms * 2 > 1000 ? 1000 : backoff_ms * 2) : 20;
+                retry_ms = now_ms() + backoff_ms;
+            } else {
+                backoff_ms = 0;
+            }
+        }
+        pthread_mutex_lock(&p->mu);
+        size_t need = p->cfg.size - p->n;
+        pthread_mutex_unlock(&p->mu);
+        if (need == 0) {
+            if (zygote_spent(p)) /* the recycle failed: try again after the backoff */
+                usleep(backoff_ms * 1000);
+            continue;
+        }
         if (p->zyg_fd < 0) {
             if (backoff_ms)
                 usleep(backoff_ms * 1000);
@@ -357,7 +452,11 @@ static void *refill_main(void *arg)
         }
         struct qjs_worker fresh[POOL_BATCH];
         size_t got = 0;
-        int rc = spawn_batch(p, need > POOL_BATCH ? POOL_BATCH : need, fresh, &got);
+        /* A spent zygote that could not be replaced still serves (within the backoff): better a
+         * run on an old layout than no run. Otherwise never past its fork budget. */
+        size_t left = p->zyg_forks < p->cfg.zygote_forks ? p->cfg.zygote_forks - p->zyg_forks : POOL_BATCH;
+        size_t batch = need > POOL_BATCH ? POOL_BATCH : need;
+        int rc = spawn_batch(p, batch > left ? left : batch, fresh, &got);
         if (rc < 0) {
             zygote_stop(p);
             pthread_mutex_lock(&p->mu);
@@ -490,6 +589,11 @@ unsigned qjs_pool_ns(struct qjs_pool *p)
     unsigned ns = p->ns;
     pthread_mutex_unlock(&p->mu);
     return ns;
+}
+
+uint64_t qjs_pool_recycled(struct qjs_pool *p)
+{
+    return __atomic_load_n(&p->recycled, __ATOMIC_RELAXED);
 }
 
 pid_t qjs_pool_zygote_pid(struct qjs_pool *p)

@@ -29,7 +29,9 @@ struct qjs_pool_cfg {
     int exe_fd;           /* the worker binary, opened and hashed once; the pool execs this fd */
     uint32_t memory_mb;
     uint32_t cpu_seconds; /* RLIMIT_CPU of a worker */
-    uint32_t size;        /* ready workers to keep */
+    uint32_t size;        /* ready workers to keep (at most QJS_MAX_POOL, quickjs.h) */
+    uint32_t zygote_forks;  /* a zygote is replaced after this many workers (>= 1) */
+    uint32_t zygote_age_ms; /* or once it is this old (>= 1) */
 };
 
 /* Starts the refill thread, which starts the zygote; returns once the zygote said HELLO. */
@@ -40,6 +42,8 @@ void qjs_pool_free(struct qjs_pool *p);
 int qjs_pool_take(struct qjs_pool *p, uint32_t wait_ms, struct qjs_worker *out, struct plm_err *err);
 /* WK_NS_* flags the current zygote applied. */
 unsigned qjs_pool_ns(struct qjs_pool *p);
+/* Zygotes replaced so far for their fork count or age. */
+uint64_t qjs_pool_recycled(struct qjs_pool *p);
 /* The current zygote's pid (0 while none is up), for tests that look at it from outside. */
 pid_t qjs_pool_zygote_pid(struct qjs_pool *p);
 /* Whether the zygote is up (cheap, for preflight). */
@@ -124,6 +128,7 @@ struct qjs_proof_cfg {
     uint32_t memory_mb;
     uint32_t default_timeout_ms, max_timeout_ms;
     uint32_t cpu_seconds;
+    uint32_t zygote_forks, zygote_age_s; /* the zygote's recycling bounds */
     const char *identity;  /* quickjs-ng:sha256:<hex> */
 };
 /* Fills and seals ev. Returns 0 when every check passed, else -1 with err set (startup must

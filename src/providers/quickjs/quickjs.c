@@ -81,6 +81,8 @@ static int qjs_smoke(struct plm_provider *p, struct plm_err *err)
         .default_timeout_ms = s->cfg.default_timeout_ms,
         .max_timeout_ms = s->cfg.max_timeout_ms,
         .cpu_seconds = s->cpu_seconds,
+        .zygote_forks = s->cfg.zygote_forks,
+        .zygote_age_s = s->cfg.zygote_age_s,
         .identity = s->identity,
     };
     __atomic_store_n(&s->proven, 0, __ATOMIC_RELEASE);
@@ -240,6 +242,31 @@ static uint32_t clamp_u32(uint32_t v, uint32_t def, uint32_t lo, uint32_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* One variable: unset or empty keeps *out; else a plain decimal in [1, max] or an error naming it. */
+static int env_u32(char *(*get)(const char *), const char *name, uint32_t max, uint32_t *out, struct plm_err *err)
+{
+    const char *v = get(name);
+    if (!v || !*v)
+        return 0;
+    uint64_t x = 0;
+    size_t i = 0;
+    for (; v[i] >= '0' && v[i] <= '9' && i < 10; i++)
+        x = x * 10 + (uint64_t)(v[i] - '0');
+    if (v[i] != 0 || x < 1 || x > max)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "%s must be an integer from 1 to %u, got \"%.40s\"",
+                           name, max, v);
+    *out = (uint32_t)x;
+    return 0;
+}
+
+int qjs_config_from_env(struct qjs_config *cfg, char *(*get)(const char *), struct plm_err *err)
+{
+    if (env_u32(get, "SANDBOX_QUICKJS_ZYGOTE_FORKS", QJS_MAX_ZYGOTE_FORKS, &cfg->zygote_forks, err) < 0 ||
+        env_u32(get, "SANDBOX_QUICKJS_ZYGOTE_AGE_S", QJS_MAX_ZYGOTE_AGE_S, &cfg->zygote_age_s, err) < 0)
+        return -1;
+    return 0;
+}
+
 struct plm_provider *qjs_provider_new(const struct qjs_config *cfg, struct plm_err *err)
 {
     struct qjs_config zero = {0};
@@ -259,6 +286,8 @@ struct plm_provider *qjs_provider_new(const struct qjs_config *cfg, struct plm_e
     s->cfg.max_timeout_ms = clamp_u32(cfg->max_timeout_ms, QJS_MAX_TIMEOUT_MS, 1, QJS_MAX_TIMEOUT_MS);
     s->cfg.default_timeout_ms = clamp_u32(cfg->default_timeout_ms, QJS_DEFAULT_TIMEOUT_MS, 1, s->cfg.max_timeout_ms);
     s->cpu_seconds = s->cfg.max_timeout_ms / 1000 + 5;
+    s->cfg.zygote_forks = clamp_u32(cfg->zygote_forks, QJS_DEFAULT_ZYGOTE_FORKS, 1, QJS_MAX_ZYGOTE_FORKS);
+    s->cfg.zygote_age_s = clamp_u32(cfg->zygote_age_s, QJS_DEFAULT_ZYGOTE_AGE_S, 1, QJS_MAX_ZYGOTE_AGE_S);
 
     char used[PATH_MAX], hex[65];
     s->exe_fd = open_worker(cfg->worker_path, used, sizeof used, err);
@@ -273,6 +302,8 @@ struct plm_provider *qjs_provider_new(const struct qjs_config *cfg, struct plm_e
         .memory_mb = s->cfg.memory_mb,
         .cpu_seconds = s->cpu_seconds,
         .size = s->cfg.pool_size,
+        .zygote_forks = s->cfg.zygote_forks,
+        .zygote_age_ms = s->cfg.zygote_age_s * 1000,
     };
     s->pool = qjs_pool_new(&pc, err);
     if (!s->pool) {

@@ -14,6 +14,12 @@
 #define QJS_DEFAULT_POOL 4u
 #define QJS_MAX_POOL 64u
 #define QJS_WORKER_NAME "plimsoll-qjs-worker"
+/* The zygote (and so the address layout its workers share) is replaced after this many workers
+ * or this age, whichever comes first (docs/quickjs.md, Zygote recycling). */
+#define QJS_DEFAULT_ZYGOTE_FORKS 1000u
+#define QJS_MAX_ZYGOTE_FORKS 1000000u
+#define QJS_DEFAULT_ZYGOTE_AGE_S 600u
+#define QJS_MAX_ZYGOTE_AGE_S 86400u
 
 struct qjs_config {
     uint32_t memory_mb;          /* engine cap per run; 0 -> 256; clamped to [16, 4096] */
@@ -22,7 +28,14 @@ struct qjs_config {
                                   * build directory's */
     uint32_t default_timeout_ms; /* 0 -> 5000 */
     uint32_t max_timeout_ms;     /* 0 -> 30000; never above 30000 */
+    uint32_t zygote_forks;       /* 0 -> QJS_DEFAULT_ZYGOTE_FORKS; else 1..QJS_MAX_ZYGOTE_FORKS */
+    uint32_t zygote_age_s;       /* 0 -> QJS_DEFAULT_ZYGOTE_AGE_S; else 1..QJS_MAX_ZYGOTE_AGE_S */
 };
+
+/* Reads SANDBOX_QUICKJS_ZYGOTE_FORKS and SANDBOX_QUICKJS_ZYGOTE_AGE_S through `get` (getenv)
+ * into cfg; unset or empty keeps the default. A value that is not a decimal integer in range
+ * returns -1 with err naming the variable (startup must stop). */
+int qjs_config_from_env(struct qjs_config *cfg, char *(*get)(const char *), struct plm_err *err);
 
 /* Opens and hashes the worker binary (the engine identity), starts the zygote and the pool.
  * No guest code runs and nothing is proven until ops->smoke_test succeeds; until then tier() is

@@ -29,6 +29,7 @@ static struct plm_provider *prov;
 int qjs_fresh_tests(struct plm_provider *p); /* quickjs_fresh_test.c: failed checks */
 int qjs_grant_tests(struct plm_provider *p); /* quickjs_grants_test.c: failed checks */
 int qjs_protocol_tests(void);                 /* quickjs_protocol_test.c: failed checks */
+int qjs_recycle_tests(const char *worker);    /* quickjs_recycle_test.c: failed checks */
 
 static void run(const char *code, uint32_t timeout_ms, struct run *r)
 {
@@ -750,6 +751,7 @@ int main(void)
     CHECK(qjs_grant_tests(prov) == 0);
     printf("# grants: %lld ms\n", (long long)(now_ms() - tg));
     test_other_configs(worker);
+    CHECK(qjs_recycle_tests(worker) == 0);
     test_concurrency_and_leaks();
     plm_provider_free(prov);
     printf("# total %lld ms\n", (long long)(now_ms() - t0));

@@ -169,6 +169,8 @@ static void check_probes(struct qjs_pool *p, struct plm_evidence *ev, const stru
 static void confinement_lines(struct plm_evidence *ev, const struct qjs_proof_cfg *cfg, unsigned ns)
 {
     ev_add_confinement(ev, "worker: own process forked by an exec'd zygote, one snippet, then SIGKILL+reap");
+    ev_add_confinement(ev, "zygote: replaced after %u workers or %u s, whichever comes first", cfg->zygote_forks,
+                       cfg->zygote_age_s);
     ev_add_confinement(ev, "fds: only its socket to the daemon; environment empty; TZ=UTC0");
     ev_add_confinement(ev, "rlimits: AS %u MiB, CPU %u s, FSIZE/CORE/NPROC/MEMLOCK/MSGQUEUE/NOFILE 0",
                        cfg->memory_mb + WK_AS_HEADROOM_MB, cfg->cpu_seconds);
