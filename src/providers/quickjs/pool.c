@@ -6,9 +6,9 @@
  * Invariant: one long-lived refill thread spawns the zygote (its parent-death signal, and its
  *   workers', is bound to that thread) and owns every spawn; a zygote makes at most
  *   cfg.zygote_forks workers and lives at most cfg.zygote_age_ms, then a new one is started
- *   BEFORE the old one goes (so the pool never reports itself down for a recycle, and workers
- *   already forked, ready or running, are the daemon's children and unaffected); a worker is in the ring at most once
- *   and leaves it exactly once, to a run or to qjs_worker_end(); nothing is ever reused. A
+ *   BEFORE the old one goes (so the pool never reports itself down for a recycle; workers
+ *   already forked, ready or running, are the daemon's children and unaffected); a worker is in
+ *   the ring at most once and leaves it exactly once, to a run or to qjs_worker_end(); nothing is ever reused. A
  *   discarded worker is SIGKILLed by the caller and only then queued for the reaper thread, so
  *   no signal ever targets a reaped (reusable) pid. */
 #include "qjs_int.h"
