@@ -8,9 +8,9 @@
  *   cfg.zygote_forks workers and lives at most cfg.zygote_age_ms, then a new one is started
  *   BEFORE the old one goes (so the pool never reports itself down for a recycle; workers
  *   already forked, ready or running, are the daemon's children and unaffected); a worker is in
- *   the ring at most once and leaves it exactly once, to a run or to qjs_worker_end(); nothing is ever reused. A
- *   discarded worker is SIGKILLed by the caller and only then queued for the reaper thread, so
- *   no signal ever targets a reaped (reusable) pid. */
+ *   the ring at most once and leaves it exactly once, to a run or to qjs_worker_end(); nothing
+ *   is ever reused. A discarded worker is SIGKILLed by the caller and only then queued for the
+ *   reaper thread, so no signal ever targets a reaped (reusable) pid. */
 #include "qjs_int.h"
 
 #include <errno.h>
