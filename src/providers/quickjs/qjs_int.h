@@ -9,12 +9,8 @@
 #include "../../core/evidence.h"
 #include "../../core/request.h"
 
-/* The engine (meson.build passes its version, the one scripts/fetch-quickjs-ng.sh pins). The
- * environment identity is this prefix and the SHA-256 of the worker binary, which statically
+/* The environment identity is this prefix and the SHA-256 of the worker binary, which statically
  * contains the engine, the prelude and the confinement (docs/quickjs.md, Engine and identity). */
-#ifndef QJS_ENGINE_VERSION
-#error "QJS_ENGINE_VERSION must come from meson.build"
-#endif
 #define QJS_IDENTITY_PREFIX "quickjs-ng:sha256:"
 
 /* ---- pool.c: the zygote and the ready workers ---- */

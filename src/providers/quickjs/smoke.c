@@ -17,6 +17,11 @@
 #include "qjs_int.h"
 #include "seccomp_table.h"
 
+/* The engine's version, from meson.build (the one scripts/fetch-quickjs-ng.sh pins). */
+#ifndef QJS_ENGINE_VERSION
+#error "QJS_ENGINE_VERSION must come from meson.build"
+#endif
+
 static bool bytes_eq(const struct plm_bytes *b, const char *s)
 {
     size_t n = strlen(s);
