@@ -53,7 +53,8 @@ struct slot {
     uint64_t id;
     int fd; /* ours; the helper has its own copy */
     enum sst st;
-    int64_t since; /* when it entered st */
+    int64_t since;   /* when it entered st */
+    bool reply_sent; /* the helper has (part of) the REPLY: it may have written to the guest */
 };
 
 struct obuf {
@@ -61,6 +62,7 @@ struct obuf {
     uint8_t *p;
     size_t len, off;
     int pass_fd; /* sent in SCM_RIGHTS with the frame's first byte; not owned; -1 none */
+    uint64_t reply_to; /* a REPLY's connection, 0 for other frames */
 };
 
 struct gio_server {
@@ -208,6 +210,8 @@ static struct obuf *reply_frame(uint64_t id, int status, const char *ctype, cons
     struct gio_reply r = {.status = status, .ctype = (const uint8_t *)ctype, .ctype_len = cl, .body = body, .body_len = len};
     size_t n = gio_reply_size(cl, len);
     struct obuf *b = frame_buf(GIO_T_REPLY, id, n);
+    if (b)
+        b->reply_to = id;
     if (b && gio_reply_encode(b->p + GIO_HDR_LEN, n, &r) != n) {
         obuf_free_list(b);
         return NULL;
@@ -258,7 +262,8 @@ static void drop_all_locked(struct gio_server *s, bool answer)
         if (sl->st == S_FREE)
             continue;
         if (sl->fd >= 0) {
-            if (answer && (sl->st == S_GIVEN || sl->st == S_CALLED))
+            /* Owed an answer, and the helper cannot have started one: 503. */
+            if (answer && (sl->st == S_GIVEN || sl->st == S_CALLED || (sl->st == S_REPLIED && !sl->reply_sent)))
                 refuse(sl->fd, 503, "host api socket unavailable\n");
             else
                 close(sl->fd); /* the helper may have written part of the answer: just end it */
@@ -664,6 +669,13 @@ static int flush_helper(struct gio_server *s)
     while (s->q_head) {
         struct obuf *b = s->q_head;
         ssize_t n;
+        if (b->off == 0 && b->reply_to) {
+            pthread_mutex_lock(&s->mu);
+            struct slot *sl = slot_by_id(s, b->reply_to);
+            if (sl)
+                sl->reply_sent = true;
+            pthread_mutex_unlock(&s->mu);
+        }
         if (b->off == 0 && b->pass_fd >= 0) {
             union {
                 char buf[CMSG_SPACE(sizeof(int))];
