@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -658,6 +659,37 @@ static void test_many_runs(void)
     CHECK(dock_hostsock_quiesce(2000));
 }
 
+/* The guestio helper that parses the guest's HTTP dies mid-call: the guest gets 503, the run
+ * and the daemon carry on, and the next connection is served by a new helper. */
+static void test_helper_killed(void)
+{
+    fake_reset();
+    struct dock_hostsock *hs = start(&API, NULL);
+    if (!hs) {
+        CHECK(hs != NULL);
+        return;
+    }
+    const char *sock = dock_hostsock_sock_path(hs);
+    struct gio_stats gs;
+    gio_server_stats(dock_hostsock_gio(hs), &gs);
+    pid_t first = gs.helper_pid;
+    F.block = true;
+    int fd = dial(sock);
+    send_all(fd, "GET /v1/slow HTTP/1.1\r\n\r\n", 26);
+    CHECK(fake_wait(&F.inside, 1, 2000));
+    int64_t t0 = now_ms();
+    kill(first, SIGKILL);
+    read_to_end(fd, resp, sizeof resp, 3000);
+    close(fd);
+    CHECK(starts(resp, "HTTP/1.1 503 ") && now_ms() - t0 < 1000);
+    fake_unblock();
+    CHECK(fake_wait(&F.releases, 1, 2000));
+    CHECK(starts(xs(sock, "GET /v1/next HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK\r\n") && strstr(resp, "ok:/v1/next"));
+    gio_server_stats(dock_hostsock_gio(hs), &gs);
+    CHECK(gs.helper_pid > 0 && gs.helper_pid != first && gs.failures == 1);
+    dock_hostsock_stop(hs);
+}
+
 static void test_sweep(void)
 {
     fake_reset();
@@ -707,6 +739,7 @@ int main(void)
     test_slow_clients();
     test_stop_in_flight();
     test_many_runs();
+    test_helper_killed();
     test_sweep();
     CHECK(dock_hostsock_quiesce(3000));
     CHECK(count_fds() == fds0); /* every listener, connection and eventfd closed */
