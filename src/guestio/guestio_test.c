@@ -278,6 +278,12 @@ static void test_confined(void)
         if (strcmp(v, "0000000000000000"))
             printf("# %s %s\n", caps[i], v);
     }
+    /* a fresh image (exec, not fork): no page of the daemon's memory, so no credential in it */
+    char exe[64], img[512];
+    snprintf(exe, sizeof exe, "/proc/%d/exe", (int)pid);
+    ssize_t il = readlink(exe, img, sizeof img - 1);
+    img[il > 0 ? il : 0] = 0;
+    CHECK(il > 0 && strstr(img, "/plimsoll-guestio") != NULL);
     char ppid[32];
     snprintf(ppid, sizeof ppid, "%d", (int)getpid());
     CHECK(status_line(pid, "PPid", v, sizeof v) && !strcmp(v, ppid));
