@@ -18,32 +18,24 @@
  *    closed, no handler call begins, and only threads inside a held `call` remain. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../core/cleanup.h"
-#include "confine.h"
 #include "frame.h"
 #include "guestio.h"
+#include "launch.h"
 
-#ifndef GIO_HELPER_BUILD_PATH
-#define GIO_HELPER_BUILD_PATH ""
-#endif
-#define GIO_HELPER_NAME "plimsoll-guestio"
 #define CT_TEXT "text/plain; charset=utf-8"
 #define CT_BODY "application/octet-stream"
 
@@ -71,9 +63,7 @@ struct gio_server {
     struct gio_limits lim;
     struct gio_handler h;
     int lfd, wake, exe_fd;
-    bool drop_ids;
-    uid_t uid;
-    gid_t gid;
+    struct gio_ids ids;
     pthread_t monitor;
     bool monitor_started;
     /* under mu */
@@ -235,7 +225,8 @@ static void reap_helper(struct gio_server *s)
         close(s->chan);
     s->chan = -1;
     int status = -1;
-    if (s->pid > 0) {
+    bool had = s->pid > 0;
+    if (had) {
         kill(s->pid, SIGKILL);
         while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
             ;
@@ -248,7 +239,8 @@ static void reap_helper(struct gio_server *s)
     s->rx_hhave = s->rx_plhave = 0;
     pthread_mutex_lock(&s->mu);
     s->stats.helper_pid = 0;
-    s->stats.last_status = status;
+    if (had)
+        s->stats.last_status = status;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -289,171 +281,22 @@ static void helper_failed(struct gio_server *s, bool violation)
     pthread_mutex_unlock(&s->mu);
 }
 
-static int open_helper(const char *configured, struct plm_err *err)
-{
-    char self[PATH_MAX], cand[2][PATH_MAX];
-    int n = 0;
-    if (configured) {
-        snprintf(cand[n++], PATH_MAX, "%s", configured);
-    } else {
-        ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (k > 0) {
-            self[k] = 0;
-            char *slash = strrchr(self, '/');
-            if (slash) {
-                *slash = 0;
-                snprintf(cand[n++], PATH_MAX, "%.*s/" GIO_HELPER_NAME, PATH_MAX - 64, self);
-            }
-        }
-        if (GIO_HELPER_BUILD_PATH[0])
-            snprintf(cand[n++], PATH_MAX, "%s", GIO_HELPER_BUILD_PATH);
-    }
-    for (int i = 0; i < n; i++) {
-        int fd = open(cand[i], O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        struct stat sb;
-        /* Fail closed on a binary anyone but root and us could swap. */
-        if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & (S_IWGRP | S_IWOTH)) ||
-            !(sb.st_mode & S_IXUSR) || (sb.st_uid != 0 && sb.st_uid != geteuid())) {
-            close(fd);
-            return plm_err_set(err, EPERM, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "guestio helper \"%s\" is not a private executable file", cand[i]);
-        }
-        /* Above 4, so the spawn's dup2 onto 0-4 never overwrites it first. */
-        int hi = fcntl(fd, F_DUPFD_CLOEXEC, 5);
-        close(fd);
-        if (hi < 0)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio helper fd: %s", strerror(errno));
-        return hi;
-    }
-    return plm_err_set(err, ENOENT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio helper \"%s\" not found",
-                       n ? cand[0] : GIO_HELPER_NAME);
-}
-
-/* A root daemon's helper runs as GIO_HELPER_USER, else GIO_HELPER_UID, never as an account
- * that exists for something else. */
-static int helper_ids(struct gio_server *s, struct plm_err *err)
-{
-    s->drop_ids = geteuid() == 0;
-    if (!s->drop_ids)
-        return 0;
-    struct passwd pw, *res = NULL;
-    char buf[4096];
-    if (getpwnam_r(GIO_HELPER_USER, &pw, buf, sizeof buf, &res) == 0 && res) {
-        if (pw.pw_uid == 0 || pw.pw_gid == 0)
-            return plm_err_set(err, EPERM, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "user \"" GIO_HELPER_USER "\" must not have uid or gid 0");
-        s->uid = pw.pw_uid;
-        s->gid = pw.pw_gid;
-        return 0;
-    }
-    if (getpwuid_r(GIO_HELPER_UID, &pw, buf, sizeof buf, &res) == 0 && res)
-        return plm_err_set(err, EEXIST, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "uid %u belongs to \"%s\"; create a user \"" GIO_HELPER_USER "\" for the guestio helper",
-                           GIO_HELPER_UID, pw.pw_name);
-    s->uid = GIO_HELPER_UID;
-    s->gid = GIO_HELPER_UID;
-    return 0;
-}
-
-/* Spawns the helper (posix_spawn: vfork+exec, safe in a threaded daemon) through the
- * descriptor opened at start and waits for its HELLO, which it sends only once confined. */
+/* Spawns a helper (launch.c) and records it; 0 or -1. */
 static int spawn_helper(struct gio_server *s, struct plm_err *err)
 {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio socketpair: %s", strerror(errno));
-    cleanup_close int mine = sv[0];
-    cleanup_close int theirs = sv[1];
-    if (theirs <= GIO_EXE_FD) {
-        int moved = fcntl(theirs, F_DUPFD_CLOEXEC, 5);
-        if (moved < 0)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio fd: %s", strerror(errno));
-        close(theirs);
-        theirs = moved;
-    }
-    char a[9][24];
-    snprintf(a[0], sizeof a[0], "%d", (int)getpid());
-    snprintf(a[1], sizeof a[1], s->drop_ids ? "%u" : "-", (unsigned)s->uid);
-    snprintf(a[2], sizeof a[2], s->drop_ids ? "%u" : "-", (unsigned)s->gid);
-    snprintf(a[3], sizeof a[3], "%u", s->lim.conn_max);
-    snprintf(a[4], sizeof a[4], "%u", s->lim.head_max);
-    snprintf(a[5], sizeof a[5], "%u", s->lim.body_max);
-    snprintf(a[6], sizeof a[6], "%u", s->lim.head_ms);
-    snprintf(a[7], sizeof a[7], "%u", s->lim.read_ms);
-    snprintf(a[8], sizeof a[8], "%u", s->lim.write_ms);
-    char *const argv[] = {GIO_HELPER_NAME, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], NULL};
-    char *const envp[] = {NULL};
-
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_adddup2(&fa, s->exe_fd, GIO_EXE_FD);
-    posix_spawn_file_actions_adddup2(&fa, theirs, GIO_CHAN_FD);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
-    posix_spawn_file_actions_adddup2(&fa, 0, 1);
-    posix_spawn_file_actions_adddup2(&fa, 0, 2);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-    posix_spawn_file_actions_addclosefrom_np(&fa, GIO_EXE_FD + 1);
-#endif
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid;
-    int rc = posix_spawn(&pid, "/proc/self/fd/4", &fa, &attr, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0)
-        return plm_err_set(err, rc, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "spawn guestio helper: %s", strerror(rc));
-    cleanup_pid pid_t child = pid;
-    close(take_fd(&theirs));
+    struct gio_spawn sp = {.exe_fd = s->exe_fd, .ids = s->ids, .lim = s->lim};
+    int status = -1;
     pthread_mutex_lock(&s->mu);
     s->stats.helpers++;
     pthread_mutex_unlock(&s->mu);
-
-    uint8_t buf[GIO_HDR_LEN + 4];
-    size_t have = 0;
-    int64_t until = now_ms() + GIO_HELLO_MS;
-    while (have < sizeof buf) {
-        int64_t left = until - now_ms();
-        struct pollfd p = {mine, POLLIN, 0};
-        if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
-            break;
-        ssize_t n = recv(mine, buf + have, sizeof buf - have, MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-            break;
-        if (n > 0)
-            have += (size_t)n;
-    }
-    struct gio_hdr h;
-    uint32_t version = 0;
-    if (have < sizeof buf || gio_hdr_decode(buf, GIO_TO_DAEMON, &h) < 0 || h.type != GIO_T_HELLO ||
-        gio_hello_decode(buf + GIO_HDR_LEN, h.len, &version) < 0) {
-        int st = 0;
-        kill(child, SIGKILL);
-        while (waitpid(child, &st, 0) < 0 && errno == EINTR)
-            ;
-        take_pid(&child);
-        pthread_mutex_lock(&s->mu);
-        s->stats.last_status = st;
-        pthread_mutex_unlock(&s->mu);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "guestio helper did not start (exit status %d, signal %d)",
-                           WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    }
-    if (fcntl(mine, F_SETFL, O_NONBLOCK) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio channel: %s", strerror(errno));
-    s->pid = take_pid(&child);
-    s->chan = take_fd(&mine);
+    int r = gio_helper_spawn(&sp, &s->pid, &s->chan, &status, err);
     pthread_mutex_lock(&s->mu);
-    s->stats.helper_pid = s->pid;
+    if (r < 0)
+        s->stats.last_status = status;
+    else
+        s->stats.helper_pid = s->pid;
     pthread_mutex_unlock(&s->mu);
-    return 0;
+    return r;
 }
 
 /* ---- handler threads ------------------------------------------------------------------------- */
@@ -723,12 +566,12 @@ static void accept_one(struct gio_server *s, unsigned *spawns_left)
         return;
     }
     if (s->pid <= 0) {
+        /* A failed spawn counts too: a helper that cannot start is not retried without bound. */
         struct plm_err e = {0};
-        if (!*spawns_left || spawn_helper(s, &e) < 0) {
+        if (!*spawns_left || ((*spawns_left)--, spawn_helper(s, &e) < 0)) {
             refuse(fd, 503, "host api socket unavailable\n");
             return;
         }
-        (*spawns_left)--;
     }
     struct obuf *b = frame_buf(GIO_T_CONN, s->next_id + 1, 0);
     if (!b) {
@@ -883,7 +726,7 @@ int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct g
     s->stats.last_status = -1;
     for (unsigned i = 0; i < GIO_CONN_CAP; i++)
         s->slots[i].fd = -1;
-    if (helper_ids(s, err) < 0 || (s->exe_fd = open_helper(helper_path, err)) < 0) {
+    if (gio_helper_ids(&s->ids, err) < 0 || (s->exe_fd = gio_helper_open(helper_path, err)) < 0) {
         server_free(s);
         return plm_err_wrap(err, "guestio");
     }
