@@ -33,8 +33,8 @@ static int cmp(const void *a, const void *b)
 static void report(const char *what, uint64_t *v, size_t n, size_t failures)
 {
     qsort(v, n, sizeof *v, cmp);
-    printf("{\"bench\":\"guestio\",\"what\":\"%s\",\"n\":%zu,\"failures\":%zu,\"p50_us\":%llu,\"p99_us\":%llu}\n",
-           what, n, failures, (unsigned long long)v[n / 2], (unsigned long long)v[n * 99 / 100]);
+    printf("{\"bench\":\"guestio\",\"what\":\"%s\",\"n\":%zu,\"failures\":%zu,\"p50_us\":%llu,\"p99_us\":%llu}\n", what,
+           n, failures, (unsigned long long)v[n / 2], (unsigned long long)v[n * 99 / 100]);
 }
 
 static void answer(void *ctx, const char *method, const char *target, const uint8_t *body, size_t len,

@@ -53,7 +53,7 @@ struct obuf {
     struct obuf *next;
     uint8_t *p;
     size_t len, off;
-    int pass_fd; /* sent in SCM_RIGHTS with the frame's first byte; not owned; -1 none */
+    int pass_fd;       /* sent in SCM_RIGHTS with the frame's first byte; not owned; -1 none */
     uint64_t reply_to; /* a REPLY's connection, 0 for other frames */
 };
 
@@ -132,9 +132,10 @@ static void wake(struct gio_server *s)
 static void refuse(int fd, int status, const char *text)
 {
     char buf[256];
-    int n = snprintf(buf, sizeof buf,
-                     "HTTP/1.1 %d %s\r\nContent-Type: " CT_TEXT "\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
-                     status, status == 503 ? "Service Unavailable" : "Error", strlen(text), text);
+    int n =
+        snprintf(buf, sizeof buf,
+                 "HTTP/1.1 %d %s\r\nContent-Type: " CT_TEXT "\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                 status, status == 503 ? "Service Unavailable" : "Error", strlen(text), text);
     if (n > 0 && (size_t)n < sizeof buf && send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
         /* the guest is gone or not reading: closing is the answer */
     }
@@ -197,7 +198,8 @@ static struct obuf *reply_frame(uint64_t id, int status, const char *ctype, cons
         ctype = CT_BODY;
         cl = sizeof CT_BODY - 1;
     }
-    struct gio_reply r = {.status = status, .ctype = (const uint8_t *)ctype, .ctype_len = cl, .body = body, .body_len = len};
+    struct gio_reply r = {
+        .status = status, .ctype = (const uint8_t *)ctype, .ctype_len = cl, .body = body, .body_len = len};
     size_t n = gio_reply_size(cl, len);
     struct obuf *b = frame_buf(GIO_T_REPLY, id, n);
     if (b)
@@ -437,8 +439,9 @@ static int on_call(struct gio_server *s)
         s->refs--;
         sl = slot_by_id(s, s->rx_h.seq);
         if (sl && sl->st == S_CALLED)
-            answer_locked(s, sl, reply_frame(sl->id, 503, CT_TEXT,
-                                             (const uint8_t *)"host api socket cannot take more calls\n", 39));
+            answer_locked(
+                s, sl,
+                reply_frame(sl->id, 503, CT_TEXT, (const uint8_t *)"host api socket cannot take more calls\n", 39));
         pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
     }
@@ -526,7 +529,8 @@ static int flush_helper(struct gio_server *s)
             } cm;
             memset(&cm, 0, sizeof cm);
             struct iovec iov = {b->p, b->len};
-            struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf};
+            struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf};
             struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
             h->cmsg_level = SOL_SOCKET;
             h->cmsg_type = SCM_RIGHTS;
@@ -704,8 +708,8 @@ static int check_limits(const struct gio_limits *l, struct plm_err *err)
     return 0;
 }
 
-int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct gio_handler *h,
-                     const char *helper_path, struct gio_server **out, struct plm_err *err)
+int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct gio_handler *h, const char *helper_path,
+                     struct gio_server **out, struct plm_err *err)
 {
     *out = NULL;
     cleanup_close int lfd = listen_fd;

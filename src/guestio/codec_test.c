@@ -70,8 +70,8 @@ static void test_header(void)
 
 static size_t enc_call(uint8_t *buf, size_t cap, const char *m, const char *t, const char *body)
 {
-    struct gio_call c = {(const uint8_t *)m, (const uint8_t *)t, (const uint8_t *)body, strlen(m), strlen(t),
-                         body ? strlen(body) : 0};
+    struct gio_call c = {(const uint8_t *)m, (const uint8_t *)t, (const uint8_t *)body,
+                         strlen(m),          strlen(t),          body ? strlen(body) : 0};
     return gio_call_encode(buf, cap, &c);
 }
 
@@ -209,8 +209,8 @@ static void test_http(void)
     uint8_t g[] = "M!#$%&'*+-.^_`|~ /\x21\x7e\x80 HTTP/1.1\r\n\r\n";
     uint8_t buf[128];
     CHECK(gio_http_parse(g, sizeof g - 1, &r) == 0);
-    struct gio_call call = {(const uint8_t *)r.method, (const uint8_t *)r.target, NULL, strlen(r.method),
-                            strlen(r.target), 0};
+    struct gio_call call = {(const uint8_t *)r.method, (const uint8_t *)r.target, NULL,
+                            strlen(r.method),          strlen(r.target),          0};
     CHECK(gio_call_encode(buf, sizeof buf, &call) > 0);
 }
 

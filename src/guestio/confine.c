@@ -25,7 +25,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* clang-format off */
 #define ROW(sys, arg, why) {SCMP_SYS(sys), #sys, arg, why}
+/* clang-format on */
 
 /* Everything not listed kills the helper (SCMP_ACT_KILL_PROCESS); so does a foreign arch. No
  * open, socket, connect, accept, exec, fork, kill or ptrace: a helper taken over by a guest
@@ -59,8 +61,7 @@ static int add_rule(scmp_filter_ctx ctx, const struct gio_rule *r)
     case GIO_ARG_NO_EXEC:
         return seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, r->nr, 1,
                                       SCMP_A2(SCMP_CMP_MASKED_EQ, (scmp_datum_t)PROT_EXEC, 0));
-    default:
-        return seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, r->nr, 0);
+    default: return seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, r->nr, 0);
     }
 }
 

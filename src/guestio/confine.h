@@ -17,12 +17,12 @@
 #define GIO_EXIT_NOMEM 123
 
 struct gio_walls {
-    pid_t parent;      /* the daemon: checked after PR_SET_PDEATHSIG */
-    int drop_ids;      /* root daemon: switch to uid/gid below (no groups) */
+    pid_t parent; /* the daemon: checked after PR_SET_PDEATHSIG */
+    int drop_ids; /* root daemon: switch to uid/gid below (no groups) */
     uid_t uid;
     gid_t gid;
-    unsigned max_fds;  /* RLIMIT_NOFILE: 4 + the connection cap + slack */
-    uint64_t max_mem;  /* RLIMIT_AS in bytes */
+    unsigned max_fds; /* RLIMIT_NOFILE: 4 + the connection cap + slack */
+    uint64_t max_mem; /* RLIMIT_AS in bytes */
 };
 
 /* In this order, each step checked: ids and capabilities (the bounding set dropped while we

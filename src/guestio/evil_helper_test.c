@@ -119,8 +119,11 @@ int main(int argc, char **argv)
     idle(); /* holds the connection and never answers */
 #elif defined(EVIL_ESCAPE)
     /* argv as the real helper's: parent uid gid conn_max ... */
-    struct gio_walls w = {.parent = (pid_t)atoi(argv[1]), .drop_ids = strcmp(argv[2], "-") != 0,
-                          .uid = (uid_t)atoi(argv[2]), .gid = (gid_t)atoi(argv[3]), .max_fds = 64,
+    struct gio_walls w = {.parent = (pid_t)atoi(argv[1]),
+                          .drop_ids = strcmp(argv[2], "-") != 0,
+                          .uid = (uid_t)atoi(argv[2]),
+                          .gid = (gid_t)atoi(argv[3]),
+                          .max_fds = 64,
                           .max_mem = 256u << 20};
     int attempt = atoi(argv[4]);
     if (gio_confine(&w) < 0)

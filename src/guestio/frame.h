@@ -26,13 +26,13 @@
 #define GIO_HDR_LEN 16u
 #define GIO_VERSION 1u
 
-#define GIO_METHOD_MAX 32u                          /* a method token, as the HTTP parser takes */
-#define GIO_TARGET_MAX (16u * 1024)                 /* never more than a request head */
-#define GIO_BODY_MAX (1u * 1024 * 1024 + 1)         /* the broker's 1 MiB cap plus the byte that trips it */
-#define GIO_CTYPE_MAX 160u                          /* a Content-Type the head can carry */
-#define GIO_REPLY_MAX (4u * 1024 * 1024)            /* the broker's upstream body cap */
-#define GIO_CALL_FIXED 7u                           /* u8 + u16 + u32 */
-#define GIO_REPLY_FIXED 7u                          /* u16 + u8 + u32 */
+#define GIO_METHOD_MAX 32u                  /* a method token, as the HTTP parser takes */
+#define GIO_TARGET_MAX (16u * 1024)         /* never more than a request head */
+#define GIO_BODY_MAX (1u * 1024 * 1024 + 1) /* the broker's 1 MiB cap plus the byte that trips it */
+#define GIO_CTYPE_MAX 160u                  /* a Content-Type the head can carry */
+#define GIO_REPLY_MAX (4u * 1024 * 1024)    /* the broker's upstream body cap */
+#define GIO_CALL_FIXED 7u                   /* u8 + u16 + u32 */
+#define GIO_REPLY_FIXED 7u                  /* u16 + u8 + u32 */
 
 enum gio_type {
     GIO_T_HELLO = 1,  /* helper -> daemon */

@@ -28,24 +28,24 @@
 #include "../core/err.h"
 #include "../core/provider.h"
 
-#define GIO_CONN_CAP 64u               /* the most conn_max may be */
-#define GIO_HEAD_CAP (16u * 1024)      /* the most head_max may be */
+#define GIO_CONN_CAP 64u                 /* the most conn_max may be */
+#define GIO_HEAD_CAP (16u * 1024)        /* the most head_max may be */
 #define GIO_DRAIN_MAX (4u * 1024 * 1024) /* read and dropped after answering an oversized upload */
-#define GIO_RESTART_MAX 16u            /* helpers spawned per server after the first */
-#define GIO_GRACE_MS 2000u             /* slack on the helper's own deadlines before it is killed */
-#define GIO_HELLO_MS 5000u             /* a new helper must be confined and say HELLO by then */
+#define GIO_RESTART_MAX 16u              /* helpers spawned per server after the first */
+#define GIO_GRACE_MS 2000u               /* slack on the helper's own deadlines before it is killed */
+#define GIO_HELLO_MS 5000u               /* a new helper must be confined and say HELLO by then */
 /* The helper's ids when the daemon is root: the user "plimsoll-guestio" when it exists, else
  * this uid and gid (outside the systemd bands, distinct from the docker guest's default 61000). */
 #define GIO_HELPER_USER "plimsoll-guestio"
 #define GIO_HELPER_UID 61010u
 
 struct gio_limits {
-    unsigned conn_max;   /* connections served at once; more wait in the listen backlog */
-    uint32_t head_max;   /* request line + headers, at most GIO_HEAD_CAP */
-    uint32_t body_max;   /* body bytes forwarded, at most GIO_BODY_MAX (frame.h); the rest dropped */
-    uint32_t head_ms;    /* from accept to a complete head */
-    uint32_t read_ms;    /* from accept to a complete request */
-    uint32_t write_ms;   /* to write the answer */
+    unsigned conn_max; /* connections served at once; more wait in the listen backlog */
+    uint32_t head_max; /* request line + headers, at most GIO_HEAD_CAP */
+    uint32_t body_max; /* body bytes forwarded, at most GIO_BODY_MAX (frame.h); the rest dropped */
+    uint32_t head_ms;  /* from accept to a complete head */
+    uint32_t read_ms;  /* from accept to a complete request */
+    uint32_t write_ms; /* to write the answer */
 };
 
 /* The handler: `call` runs on a daemon thread per request with NUL-terminated, verbatim method
@@ -66,20 +66,20 @@ struct gio_server;
 /* Takes ownership of listen_fd (a listening SOCK_STREAM socket; closed on failure too), spawns
  * the helper and waits for its HELLO. helper_path NULL means the installed helper (beside the
  * daemon binary, else the build tree's); tests pass another. */
-int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct gio_handler *h,
-                     const char *helper_path, struct gio_server **out, struct plm_err *err);
+int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct gio_handler *h, const char *helper_path,
+                     struct gio_server **out, struct plm_err *err);
 /* Stops accepting, kills and reaps the helper, closes the listener and every connection (no
  * answer), and returns; a call thread still inside the handler finishes on its own when the
  * handler has hold/release, else this waits for it. NULL-safe. */
 void gio_server_stop(struct gio_server *s);
 
 struct gio_stats {
-    pid_t helper_pid;       /* the live helper, 0 when none */
-    unsigned live;          /* connections held (the conn_max cap) */
-    unsigned helpers;       /* helpers spawned, the first included */
-    unsigned failures;      /* helpers that died or were killed while serving */
-    unsigned violations;    /* of those, killed by us: a protocol violation or an overdue connection */
-    int last_status;        /* wait status of the last helper reaped, -1 before any */
+    pid_t helper_pid;    /* the live helper, 0 when none */
+    unsigned live;       /* connections held (the conn_max cap) */
+    unsigned helpers;    /* helpers spawned, the first included */
+    unsigned failures;   /* helpers that died or were killed while serving */
+    unsigned violations; /* of those, killed by us: a protocol violation or an overdue connection */
+    int last_status;     /* wait status of the last helper reaped, -1 before any */
 };
 void gio_server_stats(struct gio_server *s, struct gio_stats *out);
 

@@ -136,8 +136,12 @@ static char dir[64];
 static char sock_path[108];
 static const char *build_dir; /* where the evil helpers are */
 
-static const struct gio_limits LIM = {.conn_max = 8, .head_max = 16384, .body_max = 1024 * 1024 + 1,
-                                      .head_ms = 5000, .read_ms = 10000, .write_ms = 30000};
+static const struct gio_limits LIM = {.conn_max = 8,
+                                      .head_max = 16384,
+                                      .body_max = 1024 * 1024 + 1,
+                                      .head_ms = 5000,
+                                      .read_ms = 10000,
+                                      .write_ms = 30000};
 
 static int listener(void)
 {
@@ -496,7 +500,8 @@ static void test_protocol_violations(void)
  * gets 503. The attempt is chosen by the conn_max the helper is given. */
 static void test_filter_kills(void)
 {
-    static const char *const what[] = {"", "openat", "socket", "kill", "ptrace", "execve", "mprotect", "mmap(PROT_EXEC)"};
+    static const char *const what[] = {"",       "openat", "socket",   "kill",
+                                       "ptrace", "execve", "mprotect", "mmap(PROT_EXEC)"};
     for (unsigned attempt = 1; attempt <= 7; attempt++) {
         reset();
         struct gio_limits lim = LIM;

@@ -37,11 +37,11 @@ struct hconn {
     uint8_t *head;
     size_t have, hend;
     struct gio_http_req req;
-    uint64_t want;      /* the declared body */
-    size_t take, got;   /* the part forwarded, and what we have of it */
-    size_t early;       /* body bytes that came with the head */
+    uint64_t want;    /* the declared body */
+    size_t take, got; /* the part forwarded, and what we have of it */
+    size_t early;     /* body bytes that came with the head */
     uint8_t *body;
-    uint8_t *out;       /* bytes to write to the guest (an interim 100 or the answer) */
+    uint8_t *out; /* bytes to write to the guest (an interim 100 or the answer) */
     size_t out_len, out_off;
     uint64_t drain_left;
 };
@@ -519,7 +519,8 @@ int main(int argc, char **argv)
                 keep = on_writable(c);
             if (keep && (p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)) && c->st != C_WRITE && c->st != C_WAIT)
                 keep = on_readable(c);
-            else if (keep && c->st == C_WRITE && (p[1 + i].revents & (POLLHUP | POLLERR)) && !(p[1 + i].revents & POLLOUT))
+            else if (keep && c->st == C_WRITE && (p[1 + i].revents & (POLLHUP | POLLERR)) &&
+                     !(p[1 + i].revents & POLLOUT))
                 keep = false;
             if (!keep)
                 conn_close(i);
