@@ -34,8 +34,8 @@
  * can only talk HTTP on the connections it holds and frames on its channel. */
 const struct gio_rule gio_allow[] = {
     ROW(recvmsg, GIO_ARG_CHAN_ONLY, "frames and CONN descriptors (SCM_RIGHTS) from the daemon"),
-    ROW(recvfrom, GIO_ARG_ANY, "recv(): request bytes from a guest connection"),
-    ROW(sendto, GIO_ARG_ANY, "send(): answers to a guest, CALL and DONE frames to the daemon"),
+    ROW(recvfrom, GIO_ARG_NO_ADDR, "recv(): request bytes from a guest connection; no source address"),
+    ROW(sendto, GIO_ARG_NO_ADDR, "send(): answers to a guest, CALL and DONE frames; no destination address"),
     ROW(poll, GIO_ARG_ANY, "the event loop (x86-64 glibc poll)"),
     ROW(ppoll, GIO_ARG_ANY, "the event loop (glibc poll elsewhere)"),
     ROW(close, GIO_ARG_ANY, "a finished guest connection"),
@@ -58,6 +58,9 @@ static int add_rule(scmp_filter_ctx ctx, const struct gio_rule *r)
     switch (r->arg) {
     case GIO_ARG_CHAN_ONLY:
         return seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)GIO_CHAN_FD));
+    case GIO_ARG_NO_ADDR:
+        /* recv/send on the connected sockets it holds: the address argument is always NULL */
+        return seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A4(SCMP_CMP_EQ, (scmp_datum_t)0));
     case GIO_ARG_NO_EXEC:
         return seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, r->nr, 1,
                                       SCMP_A2(SCMP_CMP_MASKED_EQ, (scmp_datum_t)PROT_EXEC, 0));

@@ -40,6 +40,11 @@ struct gio_rule {
     int arg; /* GIO_ARG_* */
     const char *reason;
 };
-enum { GIO_ARG_ANY = 0, GIO_ARG_CHAN_ONLY, GIO_ARG_NO_EXEC };
+enum {
+    GIO_ARG_ANY = 0,   /* no argument check */
+    GIO_ARG_CHAN_ONLY, /* arg0 == GIO_CHAN_FD (64-bit compare) */
+    GIO_ARG_NO_EXEC,   /* (arg2 & PROT_EXEC) == 0 */
+    GIO_ARG_NO_ADDR,   /* arg4 (the socket address) == NULL */
+};
 extern const struct gio_rule gio_allow[];
 extern const unsigned gio_allow_len;

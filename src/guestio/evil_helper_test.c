@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "confine.h"
@@ -32,7 +34,8 @@ __attribute__((unused)) static void hello(void)
     put(GIO_T_HELLO, 0, v, 4);
 }
 
-/* Waits for one CONN; returns its id (the descriptor is kept open). */
+/* Waits for one CONN; returns its id (the descriptor is kept open, in last_fd). */
+static int last_fd = -1;
 __attribute__((unused)) static uint64_t wait_conn(void)
 {
     uint8_t h[GIO_HDR_LEN];
@@ -44,6 +47,9 @@ __attribute__((unused)) static uint64_t wait_conn(void)
         ssize_t n = recvmsg(GIO_CHAN_FD, &mh, 0);
         if (n <= 0)
             _exit(0);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            memcpy(&last_fd, CMSG_DATA(c), sizeof last_fd);
         have += (size_t)n;
     }
     struct gio_hdr d;
@@ -113,6 +119,34 @@ int main(int argc, char **argv)
     if (send(GIO_CHAN_FD, h, sizeof h, MSG_NOSIGNAL) < 0)
         _exit(1);
     idle();
+#elif defined(EVIL_TRICKLE)
+    /* Not evil: correct frames, written one byte at a time, to prove the daemon's reader
+     * reassembles them; then it relays the REPLY to the guest itself. */
+    hello();
+    uint64_t id = wait_conn();
+    uint8_t f[GIO_HDR_LEN + 64];
+    struct gio_call c = {(const uint8_t *)"POST", (const uint8_t *)"/trickle", (const uint8_t *)"abc", 4, 8, 3};
+    size_t n = gio_call_encode(f + GIO_HDR_LEN, sizeof f - GIO_HDR_LEN, &c);
+    gio_hdr_encode(f, &(struct gio_hdr){.len = (uint32_t)n, .type = GIO_T_CALL, .flags = 0, .seq = id});
+    for (size_t i = 0; i < GIO_HDR_LEN + n; i++) {
+        if (send(GIO_CHAN_FD, f + i, 1, MSG_NOSIGNAL) != 1)
+            _exit(1);
+        usleep(2000);
+    }
+    uint8_t h[GIO_HDR_LEN], p[4096];
+    struct gio_hdr d;
+    struct gio_reply r;
+    if (recv(GIO_CHAN_FD, h, sizeof h, MSG_WAITALL) != (ssize_t)sizeof h || gio_hdr_decode(h, GIO_TO_HELPER, &d) < 0 ||
+        d.type != GIO_T_REPLY || d.seq != id || d.len > sizeof p ||
+        recv(GIO_CHAN_FD, p, d.len, MSG_WAITALL) != (ssize_t)d.len || gio_reply_decode(p, d.len, &r) < 0)
+        _exit(3);
+    char head[128];
+    int hn = snprintf(head, sizeof head, "HTTP/1.1 %d OK\r\nContent-Length: %zu\r\n\r\n", r.status, r.body_len);
+    if (send(last_fd, head, (size_t)hn, MSG_NOSIGNAL) < 0 || send(last_fd, r.body, r.body_len, MSG_NOSIGNAL) < 0)
+        _exit(4);
+    close(last_fd);
+    put(GIO_T_DONE, id, NULL, 0);
+    idle();
 #elif defined(EVIL_SILENT)
     hello();
     wait_conn();
@@ -137,7 +171,13 @@ int main(int argc, char **argv)
     case 4: syscall(SYS_ptrace, PTRACE_ATTACH, w.parent, 0, 0); break;
     case 5: syscall(SYS_execve, "/bin/sh", NULL, NULL); break;
     case 6: syscall(SYS_mprotect, NULL, 4096, 7); break;
-    default: syscall(SYS_mmap, NULL, 4096, 7, 0x22, -1, 0); break; /* PROT_EXEC */
+    case 7: syscall(SYS_mmap, NULL, 4096, 7, 0x22, -1, 0); break; /* PROT_EXEC */
+    case 8: {                                                     /* send() with a destination address */
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        syscall(SYS_sendto, GIO_CHAN_FD, "x", 1, 0, &sa, sizeof sa);
+        break;
+    }
+    default: _exit(98);
     }
     _exit(99); /* the filter let it through */
 #else

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../../tests/unit.h"
+#include "frame.h"
 #include "guestio.h"
 
 static int64_t now_ms(void)
@@ -53,7 +54,8 @@ static int count_fds(void)
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int calls, inside, holds, releases;
-static bool block;
+static bool block, big;
+static size_t body_total;
 static char last_target[256];
 
 static void fake_call(void *ctx, const char *method, const char *target, const uint8_t *body, size_t len,
@@ -66,17 +68,26 @@ static void fake_call(void *ctx, const char *method, const char *target, const u
     calls++;
     inside++;
     snprintf(last_target, sizeof last_target, "%s", target);
+    body_total += len;
+    bool want_big = big;
     pthread_cond_broadcast(&cv);
     while (block)
         pthread_cond_wait(&cv, &mu);
     inside--;
     pthread_mutex_unlock(&mu);
+    out->status = 200;
+    out->content_type = strdup("text/plain");
+    if (want_big) { /* the largest reply a frame can carry */
+        out->body = malloc(GIO_REPLY_MAX);
+        if (out->body)
+            memset(out->body, 'r', GIO_REPLY_MAX);
+        out->len = out->body ? GIO_REPLY_MAX : 0;
+        return;
+    }
     char *b = NULL;
     int n = asprintf(&b, "%s %s", method, target);
-    out->status = 200;
     out->body = n > 0 ? (uint8_t *)b : NULL;
     out->len = n > 0 ? (size_t)n : 0;
-    out->content_type = strdup("text/plain");
 }
 
 static void fake_hold(void *ctx)
@@ -125,7 +136,8 @@ static void reset(void)
 {
     pthread_mutex_lock(&mu);
     calls = inside = holds = releases = 0;
-    block = false;
+    block = big = false;
+    body_total = 0;
     last_target[0] = 0;
     pthread_mutex_unlock(&mu);
 }
@@ -524,6 +536,87 @@ static void test_filter_kills(void)
     }
 }
 
+/* Eight guests upload 1 MiB each while the handler answers each with the largest reply (4 MiB):
+ * CALL and REPLY frames cross on the channel in both directions at once while the guests do
+ * not read yet. Nothing may deadlock; every guest gets its whole answer. */
+static void test_crossing_traffic(void)
+{
+    reset();
+    pthread_mutex_lock(&mu);
+    big = true;
+    pthread_mutex_unlock(&mu);
+    struct gio_server *s = start(NULL, NULL, NULL);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    enum { N = 8 };
+    size_t up = 1024 * 1024;
+    char *req = malloc(up + 128);
+    int fds[N];
+    int hn = snprintf(req, 128, "POST /big HTTP/1.1\r\nContent-Length: %zu\r\n\r\n", up);
+    memset(req + hn, 'u', up);
+    for (int i = 0; i < N; i++) {
+        fds[i] = dial();
+        size_t off = 0, total = (size_t)hn + up;
+        while (fds[i] >= 0 && off < total) {
+            ssize_t w = send(fds[i], req + off, total - off, MSG_NOSIGNAL);
+            if (w <= 0)
+                break;
+            off += (size_t)w;
+        }
+    }
+    free(req);
+    int whole = 0;
+    char *buf = malloc(GIO_REPLY_MAX + 4096);
+    for (int i = 0; i < N && buf; i++) {
+        size_t have = 0;
+        int64_t until = now_ms() + 20000;
+        while (now_ms() < until) {
+            struct pollfd p = {fds[i], POLLIN, 0};
+            if (poll(&p, 1, 1000) <= 0)
+                continue;
+            ssize_t n = recv(fds[i], buf + have, GIO_REPLY_MAX + 4096 - have, 0);
+            if (n <= 0)
+                break;
+            have += (size_t)n;
+        }
+        char *body = memmem(buf, have, "\r\n\r\n", 4);
+        whole += body && !strncmp(buf, "HTTP/1.1 200 ", 13) &&
+                 memmem(buf, (size_t)(body - buf), "Content-Length: 4194304\r\n", 25) &&
+                 (size_t)(buf + have - (body + 4)) == GIO_REPLY_MAX;
+        close(fds[i]);
+    }
+    free(buf);
+    CHECK(whole == N);
+    CHECK(get(&calls) == N);
+    pthread_mutex_lock(&mu);
+    CHECK(body_total == (size_t)N * up);
+    pthread_mutex_unlock(&mu);
+    struct gio_stats st;
+    gio_server_stats(s, &st);
+    CHECK(st.failures == 0 && st.helpers == 1);
+    gio_server_stop(s);
+}
+
+/* Correct frames written one byte at a time (gio_evil_trickle): reassembled, no violation. */
+static void test_trickled_frames(void)
+{
+    reset();
+    struct gio_server *s = start(NULL, "trickle", NULL);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    CHECK(starts(xs("GET /ignored HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK\r\n") && strstr(resp, "POST /trickle"));
+    CHECK(!strcmp(last_target, "/trickle") && get(&calls) == 1);
+    pthread_mutex_lock(&mu);
+    CHECK(body_total == 3);
+    pthread_mutex_unlock(&mu);
+    struct gio_stats st;
+    gio_server_stats(s, &st);
+    CHECK(st.failures == 0 && st.violations == 0 && st.live == 0);
+    gio_server_stop(s);
+}
+
 static void test_limits_refused(void)
 {
     struct gio_limits bad = LIM;
@@ -555,6 +648,8 @@ int main(int argc, char **argv)
     test_restart_cap();
     test_protocol_violations();
     test_filter_kills();
+    test_crossing_traffic();
+    test_trickled_frames();
     test_limits_refused();
     CHECK(gio_quiesce(3000));
     CHECK(count_fds() == fds0);
