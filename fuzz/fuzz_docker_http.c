@@ -1,20 +1,22 @@
-/* fuzz_docker_http.c: the request parser of a grant's docker socket (src/providers/docker/
- * hosthttp.c), which reads whatever the guest writes to /run/host-api.sock. The input is the
+/* fuzz_docker_http.c: the request parser of a grant's docker socket (src/guestio/http.c, run in
+ * the confined guestio helper), which reads whatever the guest writes to /run/host-api.sock. The input is the
  * bytes a guest sends; the head is found, parsed in place, and what the parser accepted is checked
  * against the invariants the transport relies on. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/providers/docker/hostsock.h"
+#include "../src/guestio/frame.h"
+#include "../src/guestio/guestio.h"
+#include "../src/guestio/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size > DOCK_HS_HEAD_MAX)
-        size = DOCK_HS_HEAD_MAX;
-    size_t end = dock_http_head_end(data, size);
+    if (size > GIO_HEAD_CAP)
+        size = GIO_HEAD_CAP;
+    size_t end = gio_http_head_end(data, size);
     if (end == 0)
         return 0;
     if (end > size)
@@ -24,9 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!head)
         return 0;
     memcpy(head, data, end);
-    struct dock_http_req r;
+    struct gio_http_req r;
     memset(&r, 0, sizeof r);
-    int st = dock_http_parse(head, end, &r);
+    int st = gio_http_parse(head, end, &r);
     if (st == 0) {
         /* Accepted: a non-empty method token, a NUL-terminated target inside the buffer with no
          * control bytes (the broker sees it verbatim), and a length only when one was sent. */
@@ -42,11 +44,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         if (!r.has_length && r.content_length != 0)
             abort();
+        /* whatever the parser accepts, the CALL frame can carry */
+        if (!gio_call_size(strlen(r.method), tl, 0))
+            abort();
     } else if (st != 400 && st != 411 && st != 431 && st != 505) {
         abort();
     }
     free(head);
     char out[256];
-    (void)dock_http_head(out, sizeof out, 100 + (int)(size % 500), "application/json", size);
+    (void)gio_http_head(out, sizeof out, 100 + (int)(size % 500), "application/json", size);
     return 0;
 }

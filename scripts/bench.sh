@@ -88,6 +88,8 @@ fi
 # 3. Grants: the latency the broker adds to one host call, against a direct call to the same
 #    loopback upstream (broker core in-process, then end to end through the daemon).
 "$BUILD/bench/broker_bench" 3000
+# The grant socket's privilege separation (docs/privsep.md): start/stop and one call, in-process.
+"$BUILD/bench/guestio_bench" 200 2000
 providers=quickjs
 [ "${BENCH_DOCKER:-0}" = 1 ] && providers="quickjs docker"
 # shellcheck disable=SC2086

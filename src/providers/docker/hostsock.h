@@ -9,7 +9,7 @@
  * HTTP framing errors below and the connection limit, each before `call` is reached:
  *     400 malformed request line or header    411 Transfer-Encoding (no chunked uploads)
  *     431 header section over 16 KiB         505 an HTTP version other than 1.0 / 1.1
- *     503 the run ended while the request was read (or the daemon is out of memory/threads)
+ *     503 the request parser failed (the helper died or misbehaved), or out of memory/threads
  *     502 `call` answered a status outside 200..599 (a 1xx cannot be a final answer)
  * At most DOCK_HS_CONN_MAX connections are served at once; more wait unaccepted in the listen
  * backlog (DOCK_HS_BACKLOG) until one ends, and past that the guest's connect(2) fails. A
@@ -18,8 +18,10 @@
  * past DOCK_HS_BODY_MAX, so an oversized upload is refused in the broker's check order. Every
  * response closes its connection (no keep-alive: the node client uses agent:false anyway).
  *
- * Two files: hosthttp.c parses a request head and formats a response head (pure, no I/O);
- * hostsock.c owns the directory, the socket, the threads and their lifetime. */
+ * The guest's bytes are never parsed in the daemon: the listener is handed to a guestio server
+ * (src/guestio, docs/privsep.md), whose confined helper process reads and parses the HTTP and
+ * forwards one canonical frame per request; if the helper fails, the requests it held get 503
+ * and a new helper takes the next connection. hostsock.c owns the directory and the socket. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,30 +37,10 @@
 #define DOCK_HS_BACKLOG 64                          /* connections waiting for one of those */
 #define DOCK_HS_HEAD_MAX (16u * 1024)               /* (spec) request line + headers */
 #define DOCK_HS_BODY_MAX (1u * 1024 * 1024)         /* (spec §5.3) the broker refuses more */
-#define DOCK_HS_DRAIN_MAX (4u * 1024 * 1024)        /* dropped after an oversized upload */
 #define DOCK_HS_HEAD_MS 5000u                       /* (spec) read header */
 #define DOCK_HS_READ_MS 10000u                      /* (spec) read the whole request */
 #define DOCK_HS_WRITE_MS 30000u                     /* (spec) write the answer */
 #define DOCK_HS_DIR_PREFIX "plimsoll-broker-"
-
-/* ---- hosthttp.c ---------------------------------------------------------------------------- */
-struct dock_http_req {
-    char method[33];    /* a token, as sent (the broker matches it ignoring case) */
-    const char *target; /* NUL-terminated inside the parsed buffer, verbatim */
-    bool http10;
-    bool has_length;
-    uint64_t content_length; /* 0 without Content-Length */
-    bool expect_continue;    /* Expect: 100-continue */
-};
-/* Offset just past the blank line that ends the head in buf[0..len) (CRLF or bare LF line
- * ends), or 0 while it is incomplete. */
-size_t dock_http_head_end(const uint8_t *buf, size_t len);
-/* Parses the head buf[0..len) (len from dock_http_head_end), writing NULs into it. Returns 0 or
- * the HTTP status to refuse it with (400, 411, 505). */
-int dock_http_parse(uint8_t *buf, size_t len, struct dock_http_req *r);
-/* "HTTP/1.1 <status> <reason>" with Content-Type, Content-Length (none for 204/304) and
- * Connection: close; returns the length written, or 0 when cap is too small. */
-size_t dock_http_head(char *out, size_t cap, int status, const char *content_type, size_t body_len);
 
 /* ---- hostsock.c ---------------------------------------------------------------------------- */
 /* Timeouts, all in ms; a NULL limits pointer means the spec's DOCK_HS_*_MS. Tests shorten them. */
@@ -67,6 +49,7 @@ struct dock_hs_limits {
 };
 
 struct dock_hostsock;
+struct gio_server;
 
 /* The directory under which each run's private directory is made: `configured` when non-empty,
  * else $RUNTIME_DIRECTORY (its first entry), else /run/plimsoll (created 0700), else /tmp. A
@@ -95,8 +78,13 @@ const char *dock_hostsock_preload_path(const struct dock_hostsock *hs);
  * which finishes on its own (its answer then has no reader) and releases. Without hold/release
  * it waits for such a call to return. NULL-safe. */
 void dock_hostsock_stop(struct dock_hostsock *hs);
-/* Threads of every server in the process that are still running (accept and connection
+/* Threads of every server in the process that are still running (guestio monitors and call
  * threads, detached ones included). */
 unsigned dock_hostsock_threads(void);
 /* Waits up to timeout_ms for dock_hostsock_threads() to reach 0; true when it did. */
 bool dock_hostsock_quiesce(uint32_t timeout_ms);
+
+/* Tests: the guestio helper executable every later start spawns (NULL: the installed one). */
+void dock_hostsock_set_helper(const char *path);
+/* Tests: the guestio server behind a live socket (its helper's pid and counters). */
+struct gio_server *dock_hostsock_gio(const struct dock_hostsock *hs);

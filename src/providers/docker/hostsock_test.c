@@ -1,6 +1,7 @@
 /* hostsock_test.c: the grant socket (hostsock.h) without docker: a real server on a real unix
- * socket in a temporary directory, a fake plm_host_api that records what reached `call` (and
- * can block inside it), and raw clients that send exactly the bytes a hostile guest would.
+ * socket in a temporary directory (served by the guestio helper, src/guestio), a fake
+ * plm_host_api that records what reached `call` (and can block inside it), and raw clients
+ * that send exactly the bytes a hostile guest would.
  * Covers the verbatim target, framing refusals (malformed lines, folded headers, chunked
  * uploads, oversized heads and bodies), the 33rd connection, slow clients, stop with a call in
  * flight (with and without hold/release), and that nothing leaks: fds, threads, files. */
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "../../../tests/unit.h"
+#include "../../guestio/guestio.h"
 #include "hostsock.h"
 
 static int64_t now_ms(void)
@@ -232,32 +235,6 @@ static struct dock_hostsock *start(const struct plm_host_api *api, const struct 
     if (dock_hostsock_start(base, api, lim, &hs, &e) < 0)
         printf("# start: %s\n", e.msg);
     return hs;
-}
-
-static void test_parser(void)
-{
-    struct dock_http_req r;
-    uint8_t a[] = "POST /v1/x%2F?q#f HTTP/1.1\nContent-Length:  12 \nExpect: 100-Continue\n\n";
-    CHECK(dock_http_head_end(a, sizeof a - 1) == sizeof a - 1);
-    CHECK(dock_http_parse(a, sizeof a - 1, &r) == 0);
-    CHECK_STR(r.method, "POST");
-    CHECK_STR(r.target, "/v1/x%2F?q#f");
-    CHECK(r.has_length && r.content_length == 12 && r.expect_continue && !r.http10);
-    uint8_t b[] = "GET / HTTP/1.0\r\nContent-Length: 3\r\ncontent-length: 3\r\n\r\n";
-    CHECK(dock_http_parse(b, sizeof b - 1, &r) == 0 && r.http10 && r.content_length == 3);
-    uint8_t c[] = "GET / HTTP/1.1\r\nX: a\rb\r\n\r\n"; /* a lone CR inside a value */
-    CHECK(dock_http_parse(c, sizeof c - 1, &r) == 400);
-    uint8_t d[] = "GET / HTTP/1.1\r\n\r\n";
-    CHECK(dock_http_parse(d, 10, &r) == 400); /* not a complete head */
-    uint8_t e[] = "GET / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n";
-    CHECK(dock_http_parse(e, sizeof e - 1, &r) == 400);
-    uint8_t f[] = "GET /\x80\xff HTTP/1.1\r\n\r\n"; /* non-ASCII passes, for the broker to refuse */
-    CHECK(dock_http_parse(f, sizeof f - 1, &r) == 0 && !strcmp(r.target, "/\x80\xff"));
-    char h[256];
-    CHECK(dock_http_head(h, sizeof h, 204, "x", 5) > 0 && !strstr(h, "Content-Length"));
-    CHECK(dock_http_head(h, sizeof h, 599, "a/b", 7) > 0 && starts(h, "HTTP/1.1 599 Status\r\n") &&
-          strstr(h, "Content-Length: 7\r\n") && strstr(h, "Content-Type: a/b\r\n"));
-    CHECK(dock_http_head(h, 20, 200, "x", 1) == 0);
 }
 
 static void test_base_dir(void)
@@ -475,14 +452,18 @@ static void test_connection_limit(void)
     }
     CHECK(opened == DOCK_HS_CONN_MAX);
     sleep_ms(100);
-    CHECK(dock_hostsock_threads() == DOCK_HS_CONN_MAX + 1); /* 32 connections and the acceptor */
+    /* 32 connections held (by the guestio helper), one daemon thread: the monitor */
+    struct gio_stats gs;
+    gio_server_stats(dock_hostsock_gio(hs), &gs);
+    CHECK(gs.live == DOCK_HS_CONN_MAX && dock_hostsock_threads() == 1);
     /* the 33rd waits unaccepted: no thread, no answer, nothing called */
     int waiting = dial(sock);
     CHECK(waiting >= 0);
     send_all(waiting, "GET /33 HTTP/1.1\r\n\r\n", 20);
     struct pollfd p = {waiting, POLLIN, 0};
     CHECK(poll(&p, 1, 300) == 0);
-    CHECK(dock_hostsock_threads() == DOCK_HS_CONN_MAX + 1 && F.calls == 0);
+    gio_server_stats(dock_hostsock_gio(hs), &gs);
+    CHECK(gs.live == DOCK_HS_CONN_MAX && dock_hostsock_threads() == 1 && F.calls == 0);
     /* finishing one of the 32 serves it, and its slot goes to the one waiting */
     send_all(fds[0], "\r\n", 2);
     read_to_end(fds[0], resp, sizeof resp, 5000);
@@ -500,7 +481,8 @@ static void test_connection_limit(void)
         refused = connect(extra[n_extra], (struct sockaddr *)&sa, sizeof sa) < 0 && errno == EAGAIN;
     }
     CHECK(refused);
-    CHECK(dock_hostsock_threads() <= DOCK_HS_CONN_MAX + 1);
+    gio_server_stats(dock_hostsock_gio(hs), &gs);
+    CHECK(gs.live <= DOCK_HS_CONN_MAX && dock_hostsock_threads() == 1);
     for (int i = 0; i < n_extra; i++)
         close(extra[i]);
     for (int i = 0; i < DOCK_HS_CONN_MAX; i++)
@@ -677,6 +659,37 @@ static void test_many_runs(void)
     CHECK(dock_hostsock_quiesce(2000));
 }
 
+/* The guestio helper that parses the guest's HTTP dies mid-call: the guest gets 503, the run
+ * and the daemon carry on, and the next connection is served by a new helper. */
+static void test_helper_killed(void)
+{
+    fake_reset();
+    struct dock_hostsock *hs = start(&API, NULL);
+    if (!hs) {
+        CHECK(hs != NULL);
+        return;
+    }
+    const char *sock = dock_hostsock_sock_path(hs);
+    struct gio_stats gs;
+    gio_server_stats(dock_hostsock_gio(hs), &gs);
+    pid_t first = gs.helper_pid;
+    F.block = true;
+    int fd = dial(sock);
+    send_all(fd, "GET /v1/slow HTTP/1.1\r\n\r\n", 26);
+    CHECK(fake_wait(&F.inside, 1, 2000));
+    int64_t t0 = now_ms();
+    kill(first, SIGKILL);
+    read_to_end(fd, resp, sizeof resp, 3000);
+    close(fd);
+    CHECK(starts(resp, "HTTP/1.1 503 ") && now_ms() - t0 < 1000);
+    fake_unblock();
+    CHECK(fake_wait(&F.releases, 1, 2000));
+    CHECK(starts(xs(sock, "GET /v1/next HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK\r\n") && strstr(resp, "ok:/v1/next"));
+    gio_server_stats(dock_hostsock_gio(hs), &gs);
+    CHECK(gs.helper_pid > 0 && gs.helper_pid != first && gs.failures == 1);
+    dock_hostsock_stop(hs);
+}
+
 static void test_sweep(void)
 {
     fake_reset();
@@ -719,7 +732,6 @@ int main(void)
         return 1;
     }
     int fds0 = count_fds();
-    test_parser();
     test_base_dir();
     test_files_and_verbatim();
     test_refusals();
@@ -727,6 +739,7 @@ int main(void)
     test_slow_clients();
     test_stop_in_flight();
     test_many_runs();
+    test_helper_killed();
     test_sweep();
     CHECK(dock_hostsock_quiesce(3000));
     CHECK(count_fds() == fds0); /* every listener, connection and eventfd closed */

@@ -1,6 +1,7 @@
-/* hosthttp.c: the HTTP/1.1 framing of the grant socket (hostsock.h): one request head in, one
- * response head out. Pure: no I/O, no allocation, no globals.
- * Trusts: nothing; the head comes from guest code and is at most DOCK_HS_HEAD_MAX bytes.
+/* http.c: the HTTP/1.1 framing of a guest-facing socket (http.h): one request head in, one
+ * response head out. Pure: no I/O, no allocation, no globals. It runs only inside the confined
+ * guestio helper (and its tests and fuzzer), never in the daemon (docs/privsep.md).
+ * Trusts: nothing; the head comes from guest code and is at most GIO_HEAD_CAP bytes.
  * Invariant: the target is passed on byte for byte as it stood in the request line (only its
  * delimiting space becomes a NUL); anything this parser cannot frame unambiguously (folded or
  * malformed headers, conflicting or non-decimal Content-Length, any Transfer-Encoding) is
@@ -10,9 +11,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "hostsock.h"
+#include "frame.h"
+#include "http.h"
 
-size_t dock_http_head_end(const uint8_t *buf, size_t len)
+size_t gio_http_head_end(const uint8_t *buf, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         if (buf[i] != '\n')
@@ -23,14 +25,6 @@ size_t dock_http_head_end(const uint8_t *buf, size_t len)
             return i + 3;
     }
     return 0;
-}
-
-/* RFC 9110 tchar */
-static bool tchar(uint8_t c)
-{
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-        return true;
-    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
 /* Splits the next line off [*p, end): NUL-terminates it (dropping one CR before the LF) and
@@ -52,10 +46,10 @@ static char *next_line(uint8_t **p, uint8_t *end, size_t *n)
     return (char *)s;
 }
 
-static int request_line(char *l, size_t n, struct dock_http_req *r)
+static int request_line(char *l, size_t n, struct gio_http_req *r)
 {
     size_t m = 0;
-    while (m < n && tchar((uint8_t)l[m]))
+    while (m < n && gio_tchar((uint8_t)l[m]))
         m++;
     if (m == 0 || m >= sizeof r->method || m >= n || l[m] != ' ')
         return 400;
@@ -64,7 +58,7 @@ static int request_line(char *l, size_t n, struct dock_http_req *r)
     size_t t = m + 1, te = t;
     /* The target is every byte up to the next space that is not a control character; bytes
      * above 0x7e pass through for the broker to refuse (a target it would re-encode). */
-    while (te < n && l[te] != ' ' && (uint8_t)l[te] > 0x20 && (uint8_t)l[te] != 0x7f)
+    while (te < n && l[te] != ' ' && gio_target_byte((uint8_t)l[te]))
         te++;
     if (te == t || te >= n || l[te] != ' ')
         return 400;
@@ -84,7 +78,7 @@ static int request_line(char *l, size_t n, struct dock_http_req *r)
 }
 
 /* Content-Length: 1..19 decimal digits (no sign, no list); a repeat must say the same. */
-static int content_length(const char *v, struct dock_http_req *r)
+static int content_length(const char *v, struct gio_http_req *r)
 {
     size_t n = strlen(v);
     if (n == 0 || n > 19)
@@ -102,10 +96,10 @@ static int content_length(const char *v, struct dock_http_req *r)
     return 0;
 }
 
-int dock_http_parse(uint8_t *buf, size_t len, struct dock_http_req *r)
+int gio_http_parse(uint8_t *buf, size_t len, struct gio_http_req *r)
 {
     memset(r, 0, sizeof *r);
-    if (!dock_http_head_end(buf, len))
+    if (!gio_http_head_end(buf, len))
         return 400;
     uint8_t *p = buf, *end = buf + len;
     size_t n;
@@ -124,7 +118,7 @@ int dock_http_parse(uint8_t *buf, size_t len, struct dock_http_req *r)
         if (l[0] == ' ' || l[0] == '\t')
             return 400; /* obs-fold: refused (RFC 9112 §5.2 allows that) */
         size_t k = 0;
-        while (k < n && tchar((uint8_t)l[k]))
+        while (k < n && gio_tchar((uint8_t)l[k]))
             k++;
         if (k == 0 || k >= n || l[k] != ':')
             return 400;
@@ -185,7 +179,7 @@ static const char *reason(int status)
     }
 }
 
-size_t dock_http_head(char *out, size_t cap, int status, const char *content_type, size_t body_len)
+size_t gio_http_head(char *out, size_t cap, int status, const char *content_type, size_t body_len)
 {
     int n;
     /* 204 and 304 carry no body by definition; a length would be read as one by some clients. */

@@ -1,0 +1,248 @@
+/* frame.c: the canonical frame codec of the guestio split (frame.h).
+ * Owns: nothing; pure functions over caller buffers.
+ * Trusts: nothing. The daemon decodes what a helper that may be running an attacker's code
+ *   wrote, and the helper decodes the daemon's frames with the same rules.
+ * Invariant: every length is checked against its cap and against the bytes that remain before
+ *   it is used, lengths never wrap (sizes here are at most a few MiB, far below SIZE_MAX, and
+ *   every sum is over values already capped), and a decoder accepts a payload only when it
+ *   consumed every byte of it. */
+#include "frame.h"
+
+#include <string.h>
+
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+bool gio_tchar(uint8_t c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return true;
+    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+uint32_t gio_max_len(enum gio_dir dir, uint16_t type)
+{
+    if (dir == GIO_TO_DAEMON) {
+        switch (type) {
+        case GIO_T_HELLO: return 4;
+        case GIO_T_CALL: return GIO_CALL_FIXED + GIO_METHOD_MAX + GIO_TARGET_MAX + GIO_BODY_MAX;
+        case GIO_T_DONE: return 0;
+        default: return 0;
+        }
+    }
+    switch (type) {
+    case GIO_T_CONN: return 0;
+    case GIO_T_REPLY: return GIO_REPLY_FIXED + GIO_CTYPE_MAX + GIO_REPLY_MAX;
+    default: return 0;
+    }
+}
+
+/* The types that exist in a direction (gio_max_len is 0 for some valid, empty ones). */
+static bool type_valid(enum gio_dir dir, uint16_t type)
+{
+    if (dir == GIO_TO_DAEMON)
+        return type == GIO_T_HELLO || type == GIO_T_CALL || type == GIO_T_DONE;
+    return type == GIO_T_CONN || type == GIO_T_REPLY;
+}
+
+void gio_hdr_encode(uint8_t out[GIO_HDR_LEN], const struct gio_hdr *h)
+{
+    put32(out, h->len);
+    put16(out + 4, h->type);
+    put16(out + 6, h->flags);
+    put32(out + 8, (uint32_t)(h->seq >> 32));
+    put32(out + 12, (uint32_t)h->seq);
+}
+
+int gio_hdr_decode(const uint8_t in[GIO_HDR_LEN], enum gio_dir dir, struct gio_hdr *h)
+{
+    h->len = get32(in);
+    h->type = get16(in + 4);
+    h->flags = get16(in + 6);
+    h->seq = (uint64_t)get32(in + 8) << 32 | get32(in + 12);
+    if (!type_valid(dir, h->type) || h->flags != 0 || h->len > gio_max_len(dir, h->type))
+        return -1;
+    /* HELLO belongs to no connection; everything else names one, and 0 is never assigned. */
+    if ((h->type == GIO_T_HELLO) != (h->seq == 0))
+        return -1;
+    if (h->type == GIO_T_HELLO && h->len != 4)
+        return -1;
+    return 0;
+}
+
+/* ---- CALL ------------------------------------------------------------------------------------- */
+
+size_t gio_call_size(size_t method_len, size_t target_len, size_t body_len)
+{
+    if (method_len < 1 || method_len > GIO_METHOD_MAX || target_len < 1 || target_len > GIO_TARGET_MAX ||
+        body_len > GIO_BODY_MAX)
+        return 0;
+    return GIO_CALL_FIXED + method_len + target_len + body_len; /* each capped: no overflow */
+}
+
+static bool method_ok(const uint8_t *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!gio_tchar(m[i]))
+            return false;
+    return true;
+}
+
+static bool target_ok(const uint8_t *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!gio_target_byte(t[i]))
+            return false;
+    return true;
+}
+
+int gio_call_decode(const uint8_t *p, size_t len, struct gio_call *c)
+{
+    memset(c, 0, sizeof *c);
+    size_t off = 0;
+    if (len < GIO_CALL_FIXED)
+        return -1;
+    size_t ml = p[off++];
+    if (ml < 1 || ml > GIO_METHOD_MAX || len - off < ml)
+        return -1;
+    c->method = p + off;
+    c->method_len = ml;
+    off += ml;
+    if (len - off < 2)
+        return -1;
+    size_t tl = get16(p + off);
+    off += 2;
+    if (tl < 1 || tl > GIO_TARGET_MAX || len - off < tl)
+        return -1;
+    c->target = p + off;
+    c->target_len = tl;
+    off += tl;
+    if (len - off < 4)
+        return -1;
+    uint32_t bl = get32(p + off);
+    off += 4;
+    if (bl > GIO_BODY_MAX || len - off != bl)
+        return -1; /* exactly the declared body, nothing after it */
+    c->body = p + off;
+    c->body_len = bl;
+    if (!method_ok(c->method, ml) || !target_ok(c->target, tl))
+        return -1;
+    return 0;
+}
+
+size_t gio_call_encode(uint8_t *out, size_t cap, const struct gio_call *c)
+{
+    size_t n = gio_call_size(c->method_len, c->target_len, c->body_len);
+    if (!n || n > cap || !method_ok(c->method, c->method_len) || !target_ok(c->target, c->target_len))
+        return 0;
+    size_t off = 0;
+    out[off++] = (uint8_t)c->method_len;
+    memcpy(out + off, c->method, c->method_len);
+    off += c->method_len;
+    put16(out + off, (uint16_t)c->target_len);
+    off += 2;
+    memcpy(out + off, c->target, c->target_len);
+    off += c->target_len;
+    put32(out + off, (uint32_t)c->body_len);
+    off += 4;
+    if (c->body_len)
+        memcpy(out + off, c->body, c->body_len);
+    return n;
+}
+
+/* ---- REPLY ------------------------------------------------------------------------------------ */
+
+size_t gio_reply_size(size_t ctype_len, size_t body_len)
+{
+    if (ctype_len > GIO_CTYPE_MAX || body_len > GIO_REPLY_MAX)
+        return 0;
+    return GIO_REPLY_FIXED + ctype_len + body_len;
+}
+
+static bool ctype_ok(const uint8_t *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i] < 0x20 || t[i] > 0x7e)
+            return false;
+    return true;
+}
+
+int gio_reply_decode(const uint8_t *p, size_t len, struct gio_reply *r)
+{
+    memset(r, 0, sizeof *r);
+    if (len < GIO_REPLY_FIXED)
+        return -1;
+    size_t off = 0;
+    r->status = get16(p);
+    off += 2;
+    size_t cl = p[off++];
+    if (r->status < 200 || r->status > 599 || cl > GIO_CTYPE_MAX || len - off < cl)
+        return -1;
+    r->ctype = p + off;
+    r->ctype_len = cl;
+    off += cl;
+    if (len - off < 4)
+        return -1;
+    uint32_t bl = get32(p + off);
+    off += 4;
+    if (bl > GIO_REPLY_MAX || len - off != bl)
+        return -1;
+    r->body = p + off;
+    r->body_len = bl;
+    return ctype_ok(r->ctype, cl) ? 0 : -1;
+}
+
+size_t gio_reply_encode(uint8_t *out, size_t cap, const struct gio_reply *r)
+{
+    size_t n = gio_reply_size(r->ctype_len, r->body_len);
+    if (!n || n > cap || r->status < 200 || r->status > 599 || !ctype_ok(r->ctype, r->ctype_len))
+        return 0;
+    size_t off = 0;
+    put16(out, (uint16_t)r->status);
+    off += 2;
+    out[off++] = (uint8_t)r->ctype_len;
+    if (r->ctype_len)
+        memcpy(out + off, r->ctype, r->ctype_len);
+    off += r->ctype_len;
+    put32(out + off, (uint32_t)r->body_len);
+    off += 4;
+    if (r->body_len)
+        memcpy(out + off, r->body, r->body_len);
+    return n;
+}
+
+/* ---- HELLO ------------------------------------------------------------------------------------ */
+
+int gio_hello_decode(const uint8_t *p, size_t len, uint32_t *version)
+{
+    if (len != 4)
+        return -1;
+    *version = get32(p);
+    return *version == GIO_VERSION ? 0 : -1;
+}
+
+void gio_hello_encode(uint8_t out[4], uint32_t version)
+{
+    put32(out, version);
+}

@@ -1,0 +1,97 @@
+/* frame.h: the canonical frames between the daemon (the broker's side) and the confined guestio
+ * helper that parses guest-written HTTP (docs/privsep.md). Shared by both sides of the wall:
+ * frame.c allocates nothing and makes no syscall.
+ *
+ * Wire format (STYLE.md §5): a SOCK_STREAM socketpair; every frame is a 16-byte header,
+ * big-endian, decoded field by field, then exactly `len` payload bytes:
+ *     u32 len   payload bytes; over gio_max_len(type) => the receiver kills the sender
+ *     u16 type  enum gio_type, and only in its direction; anything else => kill
+ *     u16 flags zero in v1; anything else => kill
+ *     u64 seq   the connection id the daemon assigned in CONN (0 for HELLO)
+ * Payloads (all lengths checked against the caps below before anything is used):
+ *     HELLO  helper -> daemon, once, after confinement: u32 version (GIO_VERSION)
+ *     CALL   helper -> daemon, at most once per connection: u8 method_len (1..32), method
+ *            (RFC 9110 token bytes), u16 target_len (1..GIO_TARGET_MAX), target (bytes 0x21..0xff
+ *            except 0x7f: verbatim from the request line), u32 body_len (0..GIO_BODY_MAX), body
+ *     DONE   helper -> daemon: the helper closed the connection; empty
+ *     CONN   daemon -> helper: one accepted connection in SCM_RIGHTS; empty
+ *     REPLY  daemon -> helper, once per CALL: u16 status (200..599), u8 ctype_len (0..160),
+ *            ctype (0x20..0x7e), u32 body_len (0..GIO_REPLY_MAX), body
+ * A payload decoder must consume exactly `len` bytes. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GIO_HDR_LEN 16u
+#define GIO_VERSION 1u
+
+#define GIO_METHOD_MAX 32u                  /* a method token, as the HTTP parser takes */
+#define GIO_TARGET_MAX (16u * 1024)         /* never more than a request head */
+#define GIO_BODY_MAX (1u * 1024 * 1024 + 1) /* the broker's 1 MiB cap plus the byte that trips it */
+#define GIO_CTYPE_MAX 160u                  /* a Content-Type the head can carry */
+#define GIO_REPLY_MAX (4u * 1024 * 1024)    /* the broker's upstream body cap */
+#define GIO_CALL_FIXED 7u                   /* u8 + u16 + u32 */
+#define GIO_REPLY_FIXED 7u                  /* u16 + u8 + u32 */
+
+enum gio_type {
+    GIO_T_HELLO = 1,  /* helper -> daemon */
+    GIO_T_CALL = 2,   /* helper -> daemon */
+    GIO_T_DONE = 3,   /* helper -> daemon */
+    GIO_T_CONN = 16,  /* daemon -> helper */
+    GIO_T_REPLY = 17, /* daemon -> helper */
+};
+
+/* Which side is reading: a frame type from the other direction is a protocol violation. */
+enum gio_dir {
+    GIO_TO_DAEMON,
+    GIO_TO_HELPER,
+};
+
+struct gio_hdr {
+    uint32_t len;
+    uint16_t type, flags;
+    uint64_t seq;
+};
+
+/* The payload cap of a type read in direction dir; 0 when the type is not valid there. */
+uint32_t gio_max_len(enum gio_dir dir, uint16_t type);
+
+void gio_hdr_encode(uint8_t out[GIO_HDR_LEN], const struct gio_hdr *h);
+/* Decodes and validates direction, type, flags and len against the type's bounds (and seq: 0
+ * for HELLO, non-zero otherwise). Returns 0 or -1. */
+int gio_hdr_decode(const uint8_t in[GIO_HDR_LEN], enum gio_dir dir, struct gio_hdr *h);
+
+/* A decoded CALL: pointers into the payload; method and target are not NUL-terminated. */
+struct gio_call {
+    const uint8_t *method, *target, *body;
+    size_t method_len, target_len, body_len;
+};
+/* Strict: lengths in range, method bytes tchar, target bytes 0x21..0xff but not 0x7f, every
+ * byte consumed. Returns 0 or -1. */
+int gio_call_decode(const uint8_t *p, size_t len, struct gio_call *c);
+/* The payload size of a CALL with these parts (0 when a part is out of range). */
+size_t gio_call_size(size_t method_len, size_t target_len, size_t body_len);
+/* Writes the payload into out (gio_call_size bytes); returns that size or 0 when invalid. */
+size_t gio_call_encode(uint8_t *out, size_t cap, const struct gio_call *c);
+
+struct gio_reply {
+    int status;
+    const uint8_t *ctype, *body;
+    size_t ctype_len, body_len;
+};
+int gio_reply_decode(const uint8_t *p, size_t len, struct gio_reply *r);
+size_t gio_reply_size(size_t ctype_len, size_t body_len);
+size_t gio_reply_encode(uint8_t *out, size_t cap, const struct gio_reply *r);
+
+int gio_hello_decode(const uint8_t *p, size_t len, uint32_t *version);
+void gio_hello_encode(uint8_t out[4], uint32_t version);
+
+/* RFC 9110 tchar: the bytes a method may contain. */
+bool gio_tchar(uint8_t c);
+/* A byte of a raw target: not a control byte, not a space, not DEL (non-ASCII passes through
+ * for the broker to refuse). */
+static inline bool gio_target_byte(uint8_t c)
+{
+    return c > 0x20 && c != 0x7f;
+}

@@ -1,0 +1,534 @@
+/* helper.c: plimsoll-guestio, the confined process that reads guest-written HTTP
+ * (docs/privsep.md). The daemon spawns it, hands it accepted guest connections (CONN, with the
+ * descriptor in SCM_RIGHTS), and gets back one canonical CALL per request (method, raw target,
+ * body); it answers with a REPLY, which this process writes to the guest as HTTP.
+ * Owns: every guest connection it was given (until it sends DONE for it), their buffers, and
+ *   its end of the channel.
+ * Trusts: the daemon's frames only after gio_hdr_decode/gio_reply_decode (a bad one ends the
+ *   process); nothing a guest sends.
+ * Invariant: nothing is read from any guest before gio_confine() has returned 0; every
+ *   connection is bounded in bytes (head_max + body_max, one reply) and time (head, read and
+ *   write deadlines), and at most conn_max are held, so a guest costs what it always did; the
+ *   process is single-threaded and never blocks except in poll(2). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "confine.h"
+#include "frame.h"
+#include "guestio.h"
+#include "http.h"
+
+#define CT_TEXT "text/plain; charset=utf-8"
+#define CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
+
+enum cst { C_HEAD, C_BODY, C_WAIT, C_WRITE, C_DRAIN };
+
+struct hconn {
+    uint64_t id;
+    int fd;
+    enum cst st;
+    int64_t t0, dl; /* given at; the deadline of the current state */
+    uint8_t *head;
+    size_t have, hend;
+    struct gio_http_req req;
+    uint64_t want;    /* the declared body */
+    size_t take, got; /* the part forwarded, and what we have of it */
+    size_t early;     /* body bytes that came with the head */
+    uint8_t *body;
+    uint8_t *out; /* bytes to write to the guest (an interim 100 or the answer) */
+    size_t out_len, out_off;
+    uint64_t drain_left;
+};
+
+struct qbuf {
+    struct qbuf *next;
+    uint8_t *p;
+    size_t len, off;
+};
+
+static struct gio_limits L;
+static struct hconn *conns[GIO_CONN_CAP];
+static unsigned n_conns;
+static uint64_t last_id;
+static struct qbuf *q_head, *q_tail; /* frames to the daemon */
+/* descriptors that arrived on the channel, in order; each CONN takes the oldest */
+static int fdq[GIO_CONN_CAP + 8];
+static unsigned fdq_n;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static _Noreturn void die(int status)
+{
+    _exit(status);
+}
+
+/* ---- frames to the daemon ------------------------------------------------------------------ */
+
+static void queue(uint8_t *p, size_t len)
+{
+    struct qbuf *b = calloc(1, sizeof *b);
+    if (!b)
+        die(GIO_EXIT_NOMEM);
+    b->p = p;
+    b->len = len;
+    if (q_tail)
+        q_tail->next = b;
+    else
+        q_head = b;
+    q_tail = b;
+}
+
+static uint8_t *frame_new(uint16_t type, uint64_t seq, size_t payload)
+{
+    uint8_t *f = malloc(GIO_HDR_LEN + payload);
+    if (!f)
+        die(GIO_EXIT_NOMEM);
+    struct gio_hdr h = {.len = (uint32_t)payload, .type = type, .flags = 0, .seq = seq};
+    gio_hdr_encode(f, &h);
+    return f;
+}
+
+static void flush_queue(void)
+{
+    while (q_head) {
+        struct qbuf *b = q_head;
+        ssize_t n = send(GIO_CHAN_FD, b->p + b->off, b->len - b->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0)
+            die(0); /* the daemon is gone or stopping */
+        b->off += (size_t)n;
+        if (b->off < b->len)
+            return;
+        q_head = b->next;
+        if (!q_head)
+            q_tail = NULL;
+        free(b->p);
+        free(b);
+    }
+}
+
+/* ---- connections ----------------------------------------------------------------------------- */
+
+static void conn_close(unsigned i)
+{
+    struct hconn *c = conns[i];
+    close(c->fd);
+    queue(frame_new(GIO_T_DONE, c->id, 0), GIO_HDR_LEN);
+    free(c->head);
+    free(c->body);
+    free(c->out);
+    free(c);
+    conns[i] = conns[--n_conns];
+    conns[n_conns] = NULL;
+}
+
+/* Sets c->out to a complete answer and enters C_WRITE. */
+static void answer(struct hconn *c, int status, const char *ctype, const uint8_t *body, size_t len)
+{
+    bool head_only = !strcmp(c->req.method, "HEAD") || status == 204 || status == 304;
+    char head[320];
+    size_t hn = gio_http_head(head, sizeof head, status, ctype, len);
+    if (!hn) {
+        hn = gio_http_head(head, sizeof head, status, "application/octet-stream", len);
+        if (!hn)
+            die(GIO_EXIT_PROTOCOL);
+    }
+    size_t total = hn + (head_only ? 0 : len);
+    free(c->out);
+    c->out = malloc(total ? total : 1);
+    if (!c->out)
+        die(GIO_EXIT_NOMEM);
+    memcpy(c->out, head, hn);
+    if (!head_only && len)
+        memcpy(c->out + hn, body, len);
+    c->out_len = total;
+    c->out_off = 0;
+    c->st = C_WRITE;
+    c->dl = now_ms() + L.write_ms;
+}
+
+static void answer_text(struct hconn *c, int status, const char *text)
+{
+    answer(c, status, CT_TEXT, (const uint8_t *)text, strlen(text));
+    c->want = 0; /* a framing refusal ends the connection: nothing is drained */
+}
+
+static void send_call(struct hconn *c)
+{
+    struct gio_call call = {
+        .method = (const uint8_t *)c->req.method,
+        .method_len = strlen(c->req.method),
+        .target = (const uint8_t *)c->req.target,
+        .target_len = strlen(c->req.target),
+        .body = c->body,
+        .body_len = c->got,
+    };
+    size_t n = gio_call_size(call.method_len, call.target_len, call.body_len);
+    if (!n) {
+        answer_text(c, 400, "malformed request\n");
+        return;
+    }
+    uint8_t *f = frame_new(GIO_T_CALL, c->id, n);
+    if (gio_call_encode(f + GIO_HDR_LEN, n, &call) != n) {
+        free(f);
+        answer_text(c, 400, "malformed request\n");
+        return;
+    }
+    queue(f, GIO_HDR_LEN + n);
+    free(c->body);
+    c->body = NULL;
+    c->st = C_WAIT; /* until the REPLY: the guest is not read meanwhile */
+}
+
+static void head_complete(struct hconn *c)
+{
+    int st = gio_http_parse(c->head, c->hend, &c->req);
+    if (st) {
+        answer_text(c, st,
+                    st == 411   ? "Transfer-Encoding is not accepted; send Content-Length\n"
+                    : st == 505 ? "HTTP version not supported\n"
+                                : "malformed request\n");
+        return;
+    }
+    /* At most one byte past the body cap goes on: the broker answers 413 then. */
+    c->want = c->req.content_length;
+    c->take = c->want > L.body_max ? L.body_max : (size_t)c->want;
+    if (c->take && !(c->body = malloc(c->take))) {
+        answer_text(c, 503, "host api socket out of memory\n");
+        return;
+    }
+    c->early = c->have - c->hend;
+    c->got = c->early < c->take ? c->early : c->take;
+    if (c->got)
+        memcpy(c->body, c->head + c->hend, c->got);
+    if (c->got == c->take) {
+        send_call(c);
+        return;
+    }
+    c->st = C_BODY;
+    c->dl = c->t0 + L.read_ms;
+    if (c->req.expect_continue) {
+        c->out = malloc(sizeof CONTINUE - 1);
+        if (!c->out)
+            die(GIO_EXIT_NOMEM);
+        memcpy(c->out, CONTINUE, sizeof CONTINUE - 1);
+        c->out_len = sizeof CONTINUE - 1;
+        c->out_off = 0;
+    }
+}
+
+/* Returns false when the connection is to be closed. */
+static bool on_readable(struct hconn *c)
+{
+    if (c->st == C_HEAD) {
+        if (c->have == L.head_max) {
+            answer_text(c, 431, "request header section too large\n");
+            return true;
+        }
+        ssize_t n = recv(c->fd, c->head + c->have, L.head_max - c->have, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return true;
+        if (n <= 0)
+            return false; /* ended before a complete head: no one to answer */
+        size_t before = c->have;
+        c->have += (size_t)n;
+        /* Only a blank line ending in the new bytes is new (no quadratic rescans). */
+        size_t from = before > 2 ? before - 2 : 0, e = gio_http_head_end(c->head + from, c->have - from);
+        if (e) {
+            c->hend = from + e;
+            head_complete(c);
+        } else if (c->have == L.head_max) {
+            answer_text(c, 431, "request header section too large\n");
+        }
+        return true;
+    }
+    if (c->st == C_BODY) {
+        ssize_t n = recv(c->fd, c->body + c->got, c->take - c->got, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return true;
+        if (n <= 0)
+            return false; /* the guest did not send what it declared: nothing is called */
+        c->got += (size_t)n;
+        if (c->got == c->take) {
+            free(c->out); /* an unsent interim 100 is moot now */
+            c->out = NULL;
+            c->out_len = c->out_off = 0;
+            send_call(c);
+        }
+        return true;
+    }
+    if (c->st == C_DRAIN) {
+        uint8_t tmp[16384];
+        size_t want = c->drain_left < sizeof tmp ? (size_t)c->drain_left : sizeof tmp;
+        ssize_t n = recv(c->fd, tmp, want, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return true;
+        if (n <= 0)
+            return false;
+        c->drain_left -= (uint64_t)n;
+        return c->drain_left > 0;
+    }
+    return true;
+}
+
+static bool on_writable(struct hconn *c)
+{
+    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return true;
+    if (n <= 0)
+        return false;
+    c->out_off += (size_t)n;
+    if (c->out_off < c->out_len)
+        return true;
+    free(c->out);
+    c->out = NULL;
+    c->out_len = c->out_off = 0;
+    if (c->st != C_WRITE)
+        return true; /* the interim 100 went out; keep reading the body */
+    /* The rest of a declared body we did not take is read and dropped, bounded in bytes and
+     * time, so the guest sees our answer and then a clean end rather than a reset. */
+    size_t consumed = c->early > c->take ? c->early : c->take;
+    if (c->want <= consumed)
+        return false;
+    c->drain_left = c->want - consumed > GIO_DRAIN_MAX ? GIO_DRAIN_MAX : c->want - consumed;
+    c->st = C_DRAIN;
+    c->dl = now_ms() + L.head_ms;
+    return true;
+}
+
+/* ---- frames from the daemon ------------------------------------------------------------------ */
+
+static void on_conn(uint64_t id)
+{
+    if (!fdq_n || n_conns >= L.conn_max || id <= last_id)
+        die(GIO_EXIT_PROTOCOL);
+    last_id = id;
+    struct hconn *c = calloc(1, sizeof *c);
+    if (!c || !(c->head = malloc(L.head_max)))
+        die(GIO_EXIT_NOMEM);
+    c->id = id;
+    c->fd = fdq[0];
+    memmove(fdq, fdq + 1, --fdq_n * sizeof fdq[0]);
+    c->st = C_HEAD;
+    c->t0 = now_ms();
+    c->dl = c->t0 + L.head_ms;
+    conns[n_conns++] = c;
+}
+
+static void on_reply(uint64_t id, const uint8_t *p, size_t len)
+{
+    struct gio_reply r;
+    if (gio_reply_decode(p, len, &r) < 0)
+        die(GIO_EXIT_PROTOCOL);
+    for (unsigned i = 0; i < n_conns; i++) {
+        struct hconn *c = conns[i];
+        if (c->id != id)
+            continue;
+        if (c->st != C_WAIT)
+            die(GIO_EXIT_PROTOCOL);
+        char ct[GIO_CTYPE_MAX + 1];
+        memcpy(ct, r.ctype, r.ctype_len);
+        ct[r.ctype_len] = 0;
+        answer(c, r.status, r.ctype_len ? ct : "application/octet-stream", r.body, r.body_len);
+        return;
+    }
+    die(GIO_EXIT_PROTOCOL); /* a REPLY for no connection we wait on */
+}
+
+/* The channel reader: a header, then exactly its payload. */
+static uint8_t rx_hdr[GIO_HDR_LEN];
+static size_t rx_hhave;
+static struct gio_hdr rx_h;
+static uint8_t *rx_pl;
+static size_t rx_plhave;
+
+static void on_frame(void)
+{
+    if (rx_h.type == GIO_T_CONN)
+        on_conn(rx_h.seq);
+    else
+        on_reply(rx_h.seq, rx_pl, rx_h.len);
+    free(rx_pl);
+    rx_pl = NULL;
+    rx_hhave = rx_plhave = 0;
+}
+
+static void read_channel(void)
+{
+    for (;;) {
+        uint8_t *dst;
+        size_t want;
+        if (rx_hhave < GIO_HDR_LEN) {
+            dst = rx_hdr + rx_hhave;
+            want = GIO_HDR_LEN - rx_hhave;
+        } else {
+            dst = rx_pl + rx_plhave;
+            want = rx_h.len - rx_plhave;
+        }
+        union {
+            char buf[CMSG_SPACE(sizeof(int) * 8)];
+            struct cmsghdr align;
+        } cm;
+        struct iovec iov = {dst, want};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf};
+        ssize_t n = recvmsg(GIO_CHAN_FD, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0)
+            die(0); /* the daemon closed the channel: stop */
+        if (mh.msg_flags & MSG_CTRUNC)
+            die(GIO_EXIT_PROTOCOL);
+        for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
+            if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+                die(GIO_EXIT_PROTOCOL);
+            size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t j = 0; j < k; j++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(h) + j * sizeof(int), sizeof fd);
+                if (fdq_n == sizeof fdq / sizeof fdq[0])
+                    die(GIO_EXIT_PROTOCOL);
+                fdq[fdq_n++] = fd;
+            }
+        }
+        if (rx_hhave < GIO_HDR_LEN) {
+            rx_hhave += (size_t)n;
+            if (rx_hhave < GIO_HDR_LEN)
+                continue;
+            if (gio_hdr_decode(rx_hdr, GIO_TO_HELPER, &rx_h) < 0)
+                die(GIO_EXIT_PROTOCOL);
+            rx_pl = malloc(rx_h.len ? rx_h.len : 1);
+            if (!rx_pl)
+                die(GIO_EXIT_NOMEM);
+        } else {
+            rx_plhave += (size_t)n;
+        }
+        if (rx_plhave == rx_h.len)
+            on_frame();
+    }
+}
+
+/* ---- the loop ---------------------------------------------------------------------------------- */
+
+static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* argv: parent-pid uid gid conn_max head_max body_max head_ms read_ms write_ms; uid and gid are
+ * "-" when the daemon is not root (there are no ids to drop then). */
+static void parse_args(int argc, char **argv, struct gio_walls *w)
+{
+    uint32_t v[9] = {0};
+    if (argc != 10)
+        die(GIO_EXIT_USAGE);
+    w->drop_ids = strcmp(argv[2], "-") != 0;
+    for (int i = 1; i < 10; i++) {
+        if ((i == 2 || i == 3) && !w->drop_ids)
+            continue;
+        uint32_t hi = i == 4 ? GIO_CONN_CAP : i == 5 ? GIO_HEAD_CAP : i == 6 ? GIO_BODY_MAX : 0x7fffffff;
+        if (parse_u32(argv[i], 1, hi, &v[i - 1]) < 0)
+            die(GIO_EXIT_USAGE);
+    }
+    w->parent = (pid_t)v[0];
+    w->uid = (uid_t)v[1];
+    w->gid = (gid_t)v[2];
+    L.conn_max = v[3];
+    L.head_max = v[4];
+    L.body_max = v[5];
+    L.head_ms = v[6];
+    L.read_ms = v[7];
+    L.write_ms = v[8];
+    w->max_fds = 4 + L.conn_max + 8 + 1;
+    /* per connection: a head, a body, its CALL frame, a REPLY frame and the answer built from it */
+    w->max_mem = (96ull << 20) + (uint64_t)L.conn_max * (L.head_max + 2ull * L.body_max + 2ull * GIO_REPLY_MAX + 4096);
+}
+
+int main(int argc, char **argv)
+{
+    struct gio_walls w = {0};
+    parse_args(argc, argv, &w);
+    if (gio_confine(&w) < 0)
+        die(GIO_EXIT_CONFINE);
+    uint8_t hello[GIO_HDR_LEN + 4];
+    struct gio_hdr h = {.len = 4, .type = GIO_T_HELLO, .flags = 0, .seq = 0};
+    gio_hdr_encode(hello, &h);
+    gio_hello_encode(hello + GIO_HDR_LEN, GIO_VERSION);
+    uint8_t *f = malloc(sizeof hello);
+    if (!f)
+        die(GIO_EXIT_NOMEM);
+    memcpy(f, hello, sizeof hello);
+    queue(f, sizeof hello);
+
+    struct pollfd p[1 + GIO_CONN_CAP];
+    for (;;) {
+        int64_t now = now_ms(), next = now + 60000;
+        /* deadlines first: a connection past its state's deadline is closed without an answer */
+        for (unsigned i = 0; i < n_conns;) {
+            struct hconn *c = conns[i];
+            if (c->st != C_WAIT && now >= c->dl) {
+                conn_close(i);
+                continue;
+            }
+            if (c->st != C_WAIT && c->dl < next)
+                next = c->dl;
+            i++;
+        }
+        p[0] = (struct pollfd){GIO_CHAN_FD, (short)(POLLIN | (q_head ? POLLOUT : 0)), 0};
+        for (unsigned i = 0; i < n_conns; i++) {
+            struct hconn *c = conns[i];
+            short ev = 0;
+            if (c->st == C_HEAD || c->st == C_BODY || c->st == C_DRAIN)
+                ev |= POLLIN;
+            if (c->out && c->out_off < c->out_len)
+                ev |= POLLOUT;
+            p[1 + i] = (struct pollfd){ev ? c->fd : -1, ev, 0};
+        }
+        unsigned polled = n_conns;
+        int r = poll(p, 1 + polled, (int)(next - now));
+        if (r < 0 && errno != EINTR)
+            die(GIO_EXIT_PROTOCOL);
+        if (r <= 0)
+            continue;
+        /* connections, from the end, so closing one (which moves the last into its place)
+         * never skips an unvisited entry */
+        for (unsigned i = polled; i-- > 0;) {
+            if (!p[1 + i].revents || i >= n_conns)
+                continue;
+            struct hconn *c = conns[i];
+            bool keep = true;
+            if (p[1 + i].revents & POLLOUT)
+                keep = on_writable(c);
+            if (keep && (p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)) && c->st != C_WRITE && c->st != C_WAIT)
+                keep = on_readable(c);
+            else if (keep && c->st == C_WRITE && (p[1 + i].revents & (POLLHUP | POLLERR)) &&
+                     !(p[1 + i].revents & POLLOUT))
+                keep = false;
+            if (!keep)
+                conn_close(i);
+        }
+        if (p[0].revents & POLLOUT)
+            flush_queue();
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+            read_channel();
+        flush_queue();
+    }
+}
