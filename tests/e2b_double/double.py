@@ -17,7 +17,7 @@ Usage: double.py [--api-key K] [--egress host=url ...] ; prints {"port": N} on s
 until killed. Control endpoints (no authentication, loopback only):
   POST /_double/faults  JSON {name: value}: create_5xx (count), create_no_id, missing_envd_token,
         missing_traffic_token, cut_stream, trailer_error, slow_stream (seconds between frames),
-        delete_fail (count), delete_404, oversized_stream, oversized_frame, memory_mb, cpu_count,
+        delete_fail (count), delete_404, age_skew_s (listed startedAt moved back), oversized_stream, oversized_frame, memory_mb, cpu_count,
         disk_size_mb (null removes the field), files_500; {} resets them all
   GET  /_double/state   JSON: live sandboxes, deleted ids, create bodies, request log (headers)
   POST /_double/plant   JSON {metadata, age_s}: a sandbox that nobody tracks (an orphan)
@@ -81,7 +81,7 @@ class Sandbox:
         self.traffic_token = "ta_" + secrets.token_hex(16)
         self.started = time.time() - age_s
         self.timeout = int(body.get("timeout", 15))
-        self.end_at = self.started + self.timeout
+        self.end_at = time.time() + self.timeout
         self.dir = tempfile.mkdtemp(prefix=self.id + "-", dir=st.root)
         for sub in ("home/user/project", "tmp"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
@@ -114,9 +114,9 @@ class Sandbox:
                 pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def listed(self):
+    def listed(self, skew=0):
         return {"sandboxID": self.id, "templateID": self.template, "clientID": "double",
-                "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
+                "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started - skew)),
                 "endAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.end_at)),
                 "metadata": self.metadata, "cpuCount": 2, "memoryMB": 512, "state": "running"}
 
@@ -203,7 +203,7 @@ def make_handler(st):
                         k, _, v = kv.partition("=")
                         want[k] = v
                 with st.lock:
-                    live = [sb.listed() for sb in st.sandboxes.values()
+                    live = [sb.listed(st.faults.get("age_skew_s", 0)) for sb in st.sandboxes.values()
                             if all(sb.metadata.get(k) == v for k, v in want.items())]
                 return self.reply(200, live)
             if len(rest) == 1:
@@ -513,6 +513,11 @@ def main():
     class Server(http.server.ThreadingHTTPServer):
         daemon_threads = True
         request_queue_size = 128
+
+        def handle_error(self, request, client_address):
+            # the daemon hangs up on purpose (trailer seen, budget or a fault): not an error here
+            if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+                super().handle_error(request, client_address)
 
     httpd = Server(("127.0.0.1", a.port), make_handler(st))
     st.port = httpd.server_address[1]

@@ -303,6 +303,8 @@ int e2b_delete(struct e2b_state *s, const char *id)
             return 0;
         }
     }
+    /* Untracked, so the reconcile (which spares only tracked sandboxes) removes it later. */
+    e2b_untrack(s, id);
     e2b_log("error", "e2b_delete_failed",
             "\"sandbox\":\"%s\",\"attempts\":3,\"last_status\":%ld,\"detail\":\"%s; the reconcile will retry\"", id,
             last, why);

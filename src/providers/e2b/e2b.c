@@ -99,7 +99,7 @@ static void state_free(struct e2b_state *s)
     if (!s)
         return;
     e2b_reconciler_stop(s);
-    e2b_delete_all(s); /* SIGTERM: runs have drained; anything still tracked goes now */
+    e2b_shutdown_sweep(s); /* SIGTERM: runs have drained; what is still alive goes now */
     e2b_guard_stop(s->guard);
     free(s->tracked);
     pthread_mutex_destroy(&s->mu);

@@ -144,6 +144,8 @@ void e2b_reconciler_stop(struct e2b_state *s);
 void e2b_reconcile_soon(struct e2b_state *s, int delay_s);
 /* Deletes every still-tracked sandbox (SIGTERM path, destroy). */
 void e2b_delete_all(struct e2b_state *s);
+/* SIGTERM / destroy: delete_all, then a reconcile of every untracked sandbox of our label. */
+void e2b_shutdown_sweep(struct e2b_state *s);
 
 /* ---- run.c / project.c / smoke.c ----------------------------------------------------------- */
 int e2b_gate(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req, struct plm_err *err);

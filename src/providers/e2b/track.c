@@ -131,8 +131,19 @@ void e2b_delete_all(struct e2b_state *s)
         pthread_mutex_unlock(&s->mu);
         if (!any)
             return;
-        if (e2b_delete(s, id) < 0)
-            e2b_untrack(s, id); /* logged by e2b_delete; a later daemon's reconcile removes it */
+        e2b_delete(s, id); /* untracks either way; a failure is logged */
+    }
+}
+
+void e2b_shutdown_sweep(struct e2b_state *s)
+{
+    e2b_delete_all(s);
+    /* Every run of ours has ended: any sandbox with our instance label now is an orphan (a
+     * delete that failed three times, a create whose answer was lost), whatever its age. */
+    if (atomic_load(&s->proven)) {
+        struct plm_err err = {0};
+        if (e2b_reconcile_once(s, 0, &err) < 0)
+            e2b_log("warning", "e2b_reconcile_failed", "\"detail\":\"the shutdown sweep could not list sandboxes\"");
     }
 }
 
