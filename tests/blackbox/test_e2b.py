@@ -400,6 +400,26 @@ class LifecycleE2B(unittest.TestCase):
         # SIGTERM: the shutdown sweep removes what the failed deletes left
         self.assertEqual(self.dbl.wait_empty()["live"], [])
 
+    def test_sigterm_mid_run_drains_then_deletes(self):
+        d = Daemon(self.env, timeout=120)
+        got = {}
+
+        def run():
+            st, _, data, _ = d.call("Run", js("for (;;) {}", timeoutMs=3000))
+            got["st"], got["body"] = st, json.loads(data)
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not self.dbl.state()["procs"]:
+            time.sleep(0.1)
+        self.assertEqual(self.dbl.state()["procs"], 1)
+        self.assertEqual(d.stop(), 0)
+        t.join(30)
+        self.assertEqual(got.get("st"), 200, got)
+        self.assertEqual(got["body"]["javascript"]["exitCode"], 124)
+        st = self.dbl.wait_empty()
+        self.assertEqual((st["live"], st["procs"]), ([], 0))
+
     def test_killed_mid_run_then_restarted(self):
         d = Daemon(self.env, timeout=120)
         def doomed():

@@ -246,7 +246,17 @@ static void test_guard_listener(void)
     snprintf(req, sizeof req, "POST /v1/e2b/guard HTTP/1.1\r\nHost: x\r\n" E2B_GUARD_HEADER
              ": %s\r\nContent-Length: 5\r\nConnection: close\r\n\r\n{\"a\":", saved);
     CHECK(http(port, req, resp, sizeof resp) == 400);
+    /* over 2 MiB: 413, and the broker is never called */
     int before = calls;
+    size_t big = E2B_GUARD_BODY_MAX + 1;
+    char *huge = malloc(big + 512);
+    int hn = snprintf(huge, 512, "POST /v1/e2b/guard HTTP/1.1\r\nHost: x\r\n" E2B_GUARD_HEADER
+                      ": %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", saved, big);
+    memset(huge + hn, 'a', big);
+    huge[hn + big] = 0;
+    CHECK(http(port, huge, resp, sizeof resp) == 413);
+    CHECK(calls == before);
+    free(huge);
     e2b_guard_unregister(g, tok);
     snprintf(req, sizeof req,
              "POST /v1/e2b/guard HTTP/1.1\r\nHost: x\r\n" E2B_GUARD_HEADER ": %s\r\nContent-Length: %zu\r\n"
