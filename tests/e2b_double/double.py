@@ -149,11 +149,21 @@ def make_handler(st):
             self.wfile.write(data)
 
         def record(self):
+            entry = {"method": self.command, "path": self.path, "headers": dict(self.headers)}
             with st.lock:
-                st.log.append({"method": self.command, "path": self.path, "headers": dict(self.headers)})
+                st.log.append(entry)
+            return entry
 
         def dispatch(self):
-            self.record()
+            # dur_ms: the double's own time for the request (bench/e2b_bench.py subtracts it)
+            entry = self.record()
+            t0 = time.perf_counter()
+            try:
+                return self.route()
+            finally:
+                entry["dur_ms"] = (time.perf_counter() - t0) * 1000.0
+
+        def route(self):
             u = urllib.parse.urlsplit(self.path)
             parts = [p for p in u.path.split("/") if p]
             q = urllib.parse.parse_qs(u.query)
