@@ -93,6 +93,7 @@ int e2b_request(struct e2b_state *s, const char *method, const char *url, struct
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->status);
     else
         snprintf(a->why, sizeof a->why, "%s", curl_easy_strerror(rc));
+    a->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
     if (own)
         curl_easy_cleanup(h);
     return a->status ? 0 : -1;
@@ -412,9 +413,10 @@ int e2b_write_files(struct e2b_state *s, const struct e2b_sandbox *sb, const str
     long st = a.status;
     char why[160];
     snprintf(why, sizeof why, "%s", a.why);
+    bool late = a.timed_out;
     e2b_answer_done(&a);
     if (rc < 0)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: writing files to sandbox %s failed: %s",
+        return plm_err_set(err, 0, late ? PLM_E_DEADLINE : PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: writing files to sandbox %s failed: %s",
                            sb->id, why);
     if (st < 200 || st > 299)
         return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
@@ -442,7 +444,8 @@ int e2b_read_file(struct e2b_state *s, const struct e2b_sandbox *sb, const char 
     curl_easy_cleanup(h);
     *over = a.over;
     if (rc < 0) {
-        plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: reading %s failed: %s", path, a.why);
+        plm_err_set(err, 0, a.timed_out ? PLM_E_DEADLINE : PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+                    "e2b: reading %s failed: %s", path, a.why);
         e2b_answer_done(&a);
         return -1;
     }

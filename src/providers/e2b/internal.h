@@ -77,6 +77,7 @@ struct e2b_answer {
     char *body;  /* NUL-terminated, up to the cap */
     size_t len;
     bool over; /* the answer exceeded the cap (cut) */
+    bool timed_out; /* the call's time ran out */
     char why[160];
 };
 void e2b_answer_done(struct e2b_answer *a);

@@ -172,7 +172,13 @@ int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
         struct e2b_upload up = {E2B_SNIPPET_PATH, text, strlen(text)};
         rc = e2b_write_files(s, &vm.sb, &up, 1, deadline, err);
     }
-    if (rc == 0) {
+    if (rc < 0 && vm.created && err->kind == PLM_E_DEADLINE) {
+        /* the budget ran out while the VM was being prepared: the run timed out */
+        plm_err_clear(err);
+        rc = 0;
+        pr.timed_out = true;
+        pr.exit_code = E2B_EXIT_TIMEOUT;
+    } else if (rc == 0) {
         const char *args[] = {E2B_SNIPPET_PATH};
         struct e2b_env env[] = {{"NODE_EXTRA_CA_CERTS", E2B_CA_BUNDLE}};
         rc = e2b_process(s, &vm.sb, "node", args, 1, NULL, env, api ? 1 : 0, deadline, &pr, err);
@@ -253,14 +259,19 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
         }
     struct vm vm;
     int rc = vm_open(s, api, budget, &vm, err);
+    bool timed_out = false;
     if (rc == 0)
         rc = upload_project(s, &vm, req, api, deadline, pr, err);
+    if (rc < 0 && vm.created && err->kind == PLM_E_DEADLINE) {
+        plm_err_clear(err); /* the budget ran out while the files were written */
+        rc = 0;
+        timed_out = true;
+    }
     if (rc == 0 && req->project.n_steps)
         pr->steps = calloc(req->project.n_steps, sizeof *pr->steps);
     if (rc == 0 && req->project.n_steps && !pr->steps)
         rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-    bool timed_out = false;
-    for (size_t i = 0; rc == 0 && i < req->project.n_steps; i++) {
+    for (size_t i = 0; rc == 0 && !timed_out && i < req->project.n_steps; i++) {
         const char *step = req->project.steps[i];
         struct e2b_upload up = {E2B_STEP_PATH, step, strlen(step)};
         if (e2b_write_files(s, &vm.sb, &up, 1, deadline, err) < 0) {
@@ -271,6 +282,8 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
                 sr->command = strdup(step);
                 sr->exit_code = E2B_EXIT_TIMEOUT;
                 sr->timed_out = true;
+                if (!sr->command)
+                    rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
                 break;
             }
             rc = -1;
@@ -313,6 +326,11 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
             struct plm_bytes b = {0};
             bool over = false;
             int got = e2b_read_file(s, &vm.sb, path, E2B_ARTIFACTS_MAX - used, deadline, &b, &over, err);
+            if (got < 0 && err->kind == PLM_E_DEADLINE) {
+                plm_err_clear(err);
+                timed_out = true;
+                break;
+            }
             if (got < 0) {
                 rc = -1;
                 break;
