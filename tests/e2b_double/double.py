@@ -517,6 +517,13 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--egress", action="append", default=[], help="host=http://127.0.0.1:port")
     a = ap.parse_args()
+    # The double's isolation of its guests needs user and mount namespaces: say so plainly when the
+    # machine lacks them, instead of failing later inside a run.
+    probe = subprocess.run(["unshare", "-Urmn", "true"], capture_output=True)
+    if probe.returncode != 0:
+        sys.stderr.write("e2b double: `unshare -Urmn` does not work here (%s); it needs user and mount "
+                         "namespaces\n" % probe.stderr.decode(errors="replace").strip())
+        sys.exit(2)
     egress = dict(e.split("=", 1) for e in a.egress)
     st = State(a.api_key, egress)
 

@@ -3,6 +3,9 @@
  * paths; and the guard listener for real on loopback (404 / 401 / 400 / 413 / a call / 401 after
  * unregister). The end-to-end paths run through the daemon in tests/blackbox/test_e2b.py. */
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +270,75 @@ static void test_guard_listener(void)
     e2b_guard_stop(g);
 }
 
+/* ---- the admission limit: 64 calls in flight, the 65th is 503 + Retry-After ----------------- */
+static atomic_int inside;
+static atomic_bool let_go;
+static void slow_call(void *ctx, const char *method, const char *target, const uint8_t *body, size_t len,
+                      struct plm_host_reply *out)
+{
+    (void)ctx, (void)method, (void)target, (void)body, (void)len;
+    atomic_fetch_add(&inside, 1);
+    while (!atomic_load(&let_go)) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    out->status = 204;
+}
+
+struct client {
+    uint16_t port;
+    char req[512];
+    int status;
+};
+
+static void *client_thread(void *arg)
+{
+    struct client *c = arg;
+    char resp[1024];
+    c->status = http(c->port, c->req, resp, sizeof resp);
+    return NULL;
+}
+
+static void test_guard_capacity(void)
+{
+    struct e2b_guard *g = NULL;
+    struct plm_err err = {0};
+    if (e2b_guard_start("127.0.0.1:0", "/g", &g, &err) < 0) {
+        CHECK(!"guard start");
+        return;
+    }
+    struct plm_host_api api = {.profile = "t", .client_js = "", .node_preload = "", .call = slow_call};
+    char tok[E2B_GUARD_TOKEN_LEN + 1], saved[E2B_GUARD_TOKEN_LEN + 1];
+    CHECK(e2b_guard_register(g, &api, tok, &err) == 0);
+    memcpy(saved, tok, sizeof tok);
+    static struct client cl[E2B_GUARD_INFLIGHT];
+    pthread_t th[E2B_GUARD_INFLIGHT];
+    const char *body = "{\"method\":\"GET\",\"path\":\"/x\"}";
+    for (int i = 0; i < E2B_GUARD_INFLIGHT; i++) {
+        cl[i].port = e2b_guard_port(g);
+        snprintf(cl[i].req, sizeof cl[i].req, "POST /g HTTP/1.1\r\nHost: x\r\n" E2B_GUARD_HEADER
+                 ": %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", saved, strlen(body), body);
+        pthread_create(&th[i], NULL, client_thread, &cl[i]);
+    }
+    for (int i = 0; i < 2000 && atomic_load(&inside) < E2B_GUARD_INFLIGHT; i++) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(atomic_load(&inside) == E2B_GUARD_INFLIGHT);
+    char resp[1024];
+    CHECK(http(e2b_guard_port(g), cl[0].req, resp, sizeof resp) == 503);
+    CHECK(strstr(resp, "Retry-After: 1") != NULL);
+    atomic_store(&let_go, true);
+    int ok = 0;
+    for (int i = 0; i < E2B_GUARD_INFLIGHT; i++) {
+        pthread_join(th[i], NULL);
+        ok += cl[i].status == 204;
+    }
+    CHECK(ok == E2B_GUARD_INFLIGHT);
+    e2b_guard_unregister(g, tok);
+    e2b_guard_stop(g);
+}
+
 int main(void)
 {
     test_stream();
@@ -274,5 +346,6 @@ int main(void)
     test_urls();
     test_paths();
     test_guard_listener();
+    test_guard_capacity();
     return unit_done();
 }
