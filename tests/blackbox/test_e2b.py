@@ -400,6 +400,21 @@ class LifecycleE2B(unittest.TestCase):
         # SIGTERM: the shutdown sweep removes what the failed deletes left
         self.assertEqual(self.dbl.wait_empty()["live"], [])
 
+    def test_periodic_reconcile(self):
+        """An orphan of ours that appears while the daemon runs is removed by the periodic
+        reconcile (every 60 s), not only at startup; a foreign one is spared."""
+        with Daemon(self.env, timeout=120) as d:
+            mine = self.dbl.plant({"sdk": "plimsoll", "instance": instance_of(self.env)})
+            foreign = self.dbl.plant({"sdk": "plimsoll", "instance": "someoneelse0000"})
+            self.dbl.faults(age_skew_s=120)
+            deadline = time.monotonic() + 80
+            while time.monotonic() < deadline and mine in [s["sandboxID"] for s in self.dbl.state()["live"]]:
+                time.sleep(0.5)
+            ids = [s["sandboxID"] for s in self.dbl.state()["live"]]
+            self.assertNotIn(mine, ids)
+            self.assertIn(foreign, ids)
+            self.assertTrue(d.events("e2b_orphan_deleted"))
+
     def test_sigterm_mid_run_drains_then_deletes(self):
         d = Daemon(self.env, timeout=120)
         got = {}
