@@ -400,6 +400,19 @@ class LifecycleE2B(unittest.TestCase):
         # SIGTERM: the shutdown sweep removes what the failed deletes left
         self.assertEqual(self.dbl.wait_empty()["live"], [])
 
+    def test_control_plane_down(self):
+        d = Daemon(self.env, timeout=120)
+        try:
+            self.dbl.close()  # E2B is gone
+            st, _, data, _ = d.call("Run", js("console.log(1)"))
+            body = json.loads(data)
+            self.assertEqual(body["code"], "unavailable", body)
+            self.assertEqual(body.get("details", []), [], "may have run: no NotDispatched mark")
+            self.assertNotIn(API_KEY, data.decode())
+        finally:
+            self.assertEqual(d.stop(), 0)
+            self.dbl = Double()  # for tearDown
+
     def test_periodic_reconcile(self):
         """An orphan of ours that appears while the daemon runs is removed by the periodic
         reconcile (every 60 s), not only at startup; a foreign one is spared."""
