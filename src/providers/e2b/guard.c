@@ -42,7 +42,20 @@ struct req {
     uint8_t *buf;
     size_t len;
     bool over, admitted, held;
+    bool begun;     /* the head was checked (the first access-handler call happened) */
+    bool has_query; /* the raw request target had a '?' (even a bare one) */
 };
+
+/* Called with the raw request target before anything else: the one place a bare '?' shows. Its
+ * answer becomes the request's state. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls, (void)c;
+    struct req *r = calloc(1, sizeof *r);
+    if (r)
+        r->has_query = strchr(uri, '?') != NULL;
+    return r;
+}
 
 static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *sl)
 {
@@ -105,13 +118,6 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, con
     return send_text(c, status, "application/json", body, (size_t)n, status == 503);
 }
 
-static enum MHD_Result count_args(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-    (void)kind, (void)key, (void)value;
-    (*(unsigned *)cls)++;
-    return MHD_YES;
-}
-
 /* Looks the token up and holds its run; fills r->api. */
 static bool lookup_hold(struct e2b_guard *g, const char *token, struct req *r)
 {
@@ -155,18 +161,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     struct e2b_guard *g = cls;
     struct req *r = *con_cls;
-    if (!r) {
-        unsigned nargs = 0;
-        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_args, &nargs);
-        if (strcmp(method, "POST") || strcmp(url, g->path) || nargs)
+    if (!r)
+        return MHD_NO; /* out of memory in on_uri */
+    if (!r->begun) {
+        r->begun = true;
+        if (strcmp(method, "POST") || strcmp(url, g->path) || r->has_query)
             return send_error(c, 404, "not found");
         const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, E2B_GUARD_HEADER);
         if (!tok || !*tok)
             return send_error(c, 401, "missing egress guard credential");
-        r = calloc(1, sizeof *r);
-        if (!r)
-            return MHD_NO;
-        *con_cls = r;
         if (!e2b_guard_token_ok(tok, strlen(tok)) || !lookup_hold(g, tok, r))
             return send_error(c, 401, "unknown or expired egress guard credential");
         pthread_mutex_lock(&g->mu);
@@ -181,7 +184,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (r->over || r->len + n > E2B_GUARD_BODY_MAX) {
+        if (!r->admitted || r->over || r->len + n > E2B_GUARD_BODY_MAX) {
             r->over = true; /* read and dropped: the answer is 413 */
             return MHD_YES;
         }
@@ -194,7 +197,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (!r->admitted || !r->held)
-        return MHD_YES; /* an answer is already queued */
+        return MHD_YES; /* an answer is already queued (the body was read and dropped) */
     if (r->over)
         return send_error(c, 413, "request body too large");
     struct e2b_guard_call call;
@@ -273,6 +276,7 @@ int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, 
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)E2B_GUARD_CONN_MAX,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)E2B_GUARD_TIMEOUT_S,
                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, g,
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, g, MHD_OPTION_END);
     if (!g->mhd) {
         close(fd);
