@@ -103,7 +103,8 @@ class E2BCase(WireCase):
     @classmethod
     def setUpClass(cls):
         cls.dbl = Double(cls.egress())
-        env = dict(cls.dbl.env(), PLIMSOLL_INSECURE="1")
+        # the suites make many runs in a row: no rate limit, room for 8 at once per caller
+        env = dict(cls.dbl.env(), PLIMSOLL_INSECURE="1", SANDBOX_RATE_PER_MIN="0", SANDBOX_PER_KEY_CONCURRENT="8")
         env.update(cls.extra_env())
         cls.env = env
         try:
@@ -204,6 +205,25 @@ class SnippetE2B(E2BCase):
         self.assertNotIn(API_KEY.encode(), out)
         self.assertNotIn(b"e2b_double_key", out)
         self.assertClean()
+
+    def test_concurrent_runs(self):
+        """Eight runs at once: one sandbox each, all answered, all deleted (the shared connection
+        cache and the tracking are exercised from many threads)."""
+        results = [None] * 8
+
+        def one(i):
+            results[i] = self.run_js("console.log('run', %d)" % i)
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for i, (st, body) in enumerate(results):
+            self.assertEqual(st, 200, body)
+            self.assertEqual(out_of(body)[0], b"run %d\n" % i)
+        state = self.assertClean()
+        self.assertEqual(len(state["creates"]), 8)
+        self.assertEqual(len(set(state["deleted"])), 8)
 
     def test_timeout_is_124(self):
         t0 = time.monotonic()

@@ -59,6 +59,8 @@ CURL *e2b_curl(struct e2b_state *s, long timeout_ms)
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     if (s->ca_file[0])
         curl_easy_setopt(h, CURLOPT_CAINFO, s->ca_file);
+    if (s->share)
+        curl_easy_setopt(h, CURLOPT_SHARE, s->share);
     return h;
 }
 

@@ -94,6 +94,38 @@ static int ops_run_project(struct plm_provider *p, const struct plm_run_ctx *ctx
     return rc;
 }
 
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
+{
+    (void)h, (void)access;
+    struct e2b_state *s = ud;
+    pthread_mutex_lock(&s->share_mu[data < CURL_LOCK_DATA_LAST ? data : 0]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ud)
+{
+    (void)h;
+    struct e2b_state *s = ud;
+    pthread_mutex_unlock(&s->share_mu[data < CURL_LOCK_DATA_LAST ? data : 0]);
+}
+
+static void share_init(struct e2b_state *s)
+{
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&s->share_mu[i], NULL);
+    s->share = curl_share_init();
+    if (!s->share)
+        return; /* every call then opens its own connection: slower, not wrong */
+    if (curl_share_setopt(s->share, CURLSHOPT_LOCKFUNC, share_lock) != CURLSHE_OK ||
+        curl_share_setopt(s->share, CURLSHOPT_UNLOCKFUNC, share_unlock) != CURLSHE_OK ||
+        curl_share_setopt(s->share, CURLSHOPT_USERDATA, s) != CURLSHE_OK ||
+        curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
+        curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
+        curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+        curl_share_cleanup(s->share);
+        s->share = NULL;
+    }
+}
+
 static void state_free(struct e2b_state *s)
 {
     if (!s)
@@ -101,6 +133,10 @@ static void state_free(struct e2b_state *s)
     e2b_reconciler_stop(s);
     e2b_shutdown_sweep(s); /* SIGTERM: runs have drained; what is still alive goes now */
     e2b_guard_stop(s->guard);
+    if (s->share)
+        curl_share_cleanup(s->share); /* every easy handle is gone: no call is in flight */
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&s->share_mu[i]);
     free(s->tracked);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->rmu);
@@ -224,6 +260,7 @@ struct plm_provider *e2b_provider_new(const struct e2b_config *cfg, struct plm_e
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->rcv, &ca);
     pthread_condattr_destroy(&ca);
+    share_init(s);
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "e2b provider");
         state_free(s);

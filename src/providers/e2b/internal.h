@@ -47,6 +47,11 @@ struct e2b_state {
 
     struct e2b_guard *guard; /* NULL without a guard */
 
+    /* One connection and DNS cache for every call (control plane and envd): a run makes at least
+     * four calls, and against E2B each new connection is a TLS handshake. */
+    CURLSH *share;
+    pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+
     atomic_bool proven;
     struct plm_evidence card;
     char kernel[128], envd_version[64];
