@@ -1,6 +1,6 @@
 /* config.c: reading and checking every variable of wire.md §17 that this daemon honours.
- * Variables for features this build does not have (TLS, grants, sessions, guard) stop startup when
- * set: serving plaintext or running without grants while the operator asked otherwise would be a
+ * Variables for features this build does not have (TLS, sessions) stop startup when
+ * set: serving plaintext or running without sessions while the operator asked for them would be a
  * silent downgrade. */
 #include "config.h"
 
