@@ -59,6 +59,7 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
             .disk_mb = cfg->disk_mb,
             .cpus = cfg->cpus,
             .pids_set = cfg->pids_set,
+            .listen_addr = cfg->addr,
         };
         return e2b_provider_new(&ec, err);
     }

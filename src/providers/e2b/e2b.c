@@ -235,8 +235,10 @@ static int configure(struct e2b_state *s, const struct e2b_config *c, struct plm
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     char seed[1200], digest[PLM_HEX_SHA256];
-    const char *addr = getenv("PLIMSOLL_ADDR");
-    int n = snprintf(seed, sizeof seed, "plimsoll-e2b-instance|%s|%s|%s", host, addr ? addr : "", s->api_base);
+    int n = snprintf(seed, sizeof seed, "plimsoll-e2b-instance|%s|%s|%s", host, c->listen_addr ? c->listen_addr : "",
+                     s->api_base);
+    if (n < 0 || (size_t)n >= sizeof seed)
+        n = (int)strlen(seed); /* cut, still deterministic */
     rec_sha256_hex(seed, (size_t)n, digest);
     snprintf(s->instance, sizeof s->instance, "%.16s", digest);
     return 0;

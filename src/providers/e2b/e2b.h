@@ -21,6 +21,7 @@ struct e2b_config {
     double cpus;                 /* a whole number of vCPUs, 0 = no cap */
     bool pids_set;               /* SANDBOX_PIDS: a configuration error here */
     uint32_t reconcile_s;        /* period of the reconcile; 0 = 60 s */
+    const char *listen_addr;     /* PLIMSOLL_ADDR as configured: part of the instance label */
 };
 
 /* Builds the provider without any network call; a malformed variable fails naming it. */
