@@ -114,8 +114,9 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, cons
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *msg)
 {
     char body[256];
-    int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", msg);
-    return send_text(c, status, "application/json", body, (size_t)n, status == 503);
+    /* msg is ours (fixed words, or the parser's printable reason without quotes) */
+    int n = snprintf(body, sizeof body, "{\"error\":\"%.200s\"}", msg);
+    return send_text(c, status, "application/json", body, n > 0 ? (size_t)n : 0, status == 503);
 }
 
 /* Looks the token up and holds its run; fills r->api. */
