@@ -99,3 +99,7 @@ python3 bench/grant_bench.py "$BUILD" $providers
 if [ "${BENCH_DOCKER:-0}" = 1 ]; then
     bench/docker_bench.sh "$BUILD"
 fi
+
+# 5. e2b (issue 11): the daemon's added latency per snippet over the E2B double's own time, and
+#    the egress guard's added latency per host call (bench/e2b_bench.py; needs node and unshare).
+python3 bench/e2b_bench.py "$BUILD"

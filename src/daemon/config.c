@@ -1,6 +1,6 @@
 /* config.c: reading and checking every variable of wire.md §17 that this daemon honours.
- * Variables for features this build does not have (TLS, grants, sessions, guard) stop startup when
- * set: serving plaintext or running without grants while the operator asked otherwise would be a
+ * Variables for features this build does not have (TLS, sessions) stop startup when
+ * set: serving plaintext or running without sessions while the operator asked for them would be a
  * silent downgrade. */
 #include "config.h"
 
@@ -27,7 +27,7 @@ static const struct var vars[] = {
     {"PLIMSOLL_TLS_CERT", "-", "TLS is not built in: terminate TLS in front; setting it stops startup"},
     {"PLIMSOLL_TLS_KEY", "-", "see PLIMSOLL_TLS_CERT"},
     {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (docs/grants.md); a bad file stops startup"},
-    {"PLIMSOLL_GUARD_ADDR", "-", "egress-guard listener (not supported: setting it stops startup)"},
+    {"PLIMSOLL_GUARD_ADDR", "-", "e2b egress-guard listener (host:port); required with E2B_GUARD_URL, e2b only"},
     {"SANDBOX_PROVIDER", "disabled", "disabled | quickjs (alias wasm) | docker | e2b"},
     {"SANDBOX_MIN_ISOLATION", "-", "refuse to start when the provider's proven tier is below this"},
     {"SANDBOX_MAX_CONCURRENT", "8", "global run concurrency, 1-1024; also sizes the worker pool"},
@@ -53,6 +53,13 @@ static const struct var vars[] = {
     {"SANDBOX_DOCKER_RUNTIME", "- (runc)", "docker provider: runsc for gVisor"},
     {"SANDBOX_DOCKER_SECCOMP", "-", "docker provider"},
     {"SANDBOX_GUEST_UID", "61000", "docker provider"},
+    {"E2B_API_KEY", "-", "e2b provider: the API key (never logged)"},
+    {"E2B_TEMPLATE", "base", "e2b provider: the sandbox template"},
+    {"E2B_API_URL", "https://api.e2b.app", "e2b provider: control plane (http only to loopback); stated on the card"},
+    {"E2B_DOMAIN", "e2b.app", "e2b provider: the data-plane domain"},
+    {"E2B_ENVD_URL", "https://49983-{sandbox}.<domain>", "e2b provider: envd URL template; stated on the card"},
+    {"E2B_CA_FILE", "- (system CA store)", "e2b provider: a private CA bundle"},
+    {"E2B_GUARD_URL", "-", "e2b provider: public https URL of the egress guard (grants)"},
     {"SANDBOX_REQUIRE_PINNED_IMAGES", "false", "strict boolean: \"\", 0, false, 1, true"},
 };
 
@@ -176,7 +183,6 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
                             "which this build cannot prove", v);
     if (refuse_if_set(get, "PLIMSOLL_TLS_CERT", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
         refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
-        refuse_if_set(get, "PLIMSOLL_GUARD_ADDR", "the egress guard is not supported", err) < 0 ||
         refuse_if_set(get, "SANDBOX_TOTAL_MEMORY_MB", "a total memory budget is not supported", err) < 0)
         return -1;
     if ((v = nonempty(get, "SANDBOX_MAX_SESSIONS")) && strcmp(v, "0"))
@@ -229,6 +235,9 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
             return CFG_ERR(err, "SANDBOX_REQUIRE_PINNED_IMAGES=\"%s\": expected \"\", 0, false, 1 or true", v);
         c->require_pinned = !strcasecmp(v, "1") || !strcasecmp(v, "true");
     }
+    c->guard_addr = nonempty(get, "PLIMSOLL_GUARD_ADDR");
+    if (c->guard_addr && c->provider != CFG_E2B)
+        return CFG_ERR(err, "PLIMSOLL_GUARD_ADDR is set, but only the e2b provider has an egress guard");
     if (c->provider == CFG_QUICKJS && (c->cpus_set || c->pids_set || c->disk_set))
         return CFG_ERR(err, "%s is set, but the quickjs provider cannot enforce it; unset it",
                        c->cpus_set ? "SANDBOX_CPUS" : c->pids_set ? "SANDBOX_PIDS" : "SANDBOX_DISK_MB");

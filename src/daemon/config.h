@@ -17,6 +17,7 @@ struct plm_config {
     const char *token;
     const char *clients_file;
     const char *grants_file;
+    const char *guard_addr; /* PLIMSOLL_GUARD_ADDR: the e2b egress guard's listener */
     bool insecure;
     enum cfg_provider provider;
     const char *provider_name; /* as the operator wrote it, lower-cased: "quickjs" or "wasm" ... */

@@ -58,5 +58,9 @@ int main(void)
     CHECK(load(ENV("PLIMSOLL_GRANTS_FILE=/x"), &c, &err) == 0 && strcmp(c.grants_file, "/x") == 0);
     CHECK(load(ENV("SANDBOX_MAX_SESSIONS=4"), &c, &err) < 0);
     CHECK(load(ENV("PLIMSOLL_INSECURE=yes"), &c, &err) < 0);
+    /* the egress guard's listener belongs to the e2b provider only */
+    CHECK(load(ENV("PLIMSOLL_GUARD_ADDR=127.0.0.1:0"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_GUARD_ADDR"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=e2b", "PLIMSOLL_GUARD_ADDR=127.0.0.1:0"), &c, &err) == 0 &&
+          c.provider == CFG_E2B && strcmp(c.guard_addr, "127.0.0.1:0") == 0);
     return unit_done();
 }

@@ -6,6 +6,7 @@
 
 #include "../providers/disabled/disabled.h"
 #include "../providers/docker/docker.h"
+#include "../providers/e2b/e2b.h"
 #include "../providers/quickjs/quickjs.h"
 
 static const char *env_or(const char *name, const char *fallback)
@@ -45,10 +46,25 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
         };
         return dock_provider_new(&dc, err);
     }
-    case CFG_E2B:
-        plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                    "SANDBOX_PROVIDER=e2b is not available in this build; use docker, quickjs or leave it unset");
-        return NULL;
+    case CFG_E2B: {
+        /* Endpoints default to E2B's; any other is stated on the card and in Describe. */
+        struct e2b_config ec = {
+            .api_key = getenv("E2B_API_KEY"),
+            .template_id = getenv("E2B_TEMPLATE"),
+            .api_url = getenv("E2B_API_URL"),
+            .domain = getenv("E2B_DOMAIN"),
+            .envd_url = getenv("E2B_ENVD_URL"),
+            .ca_file = getenv("E2B_CA_FILE"),
+            .guard_url = getenv("E2B_GUARD_URL"),
+            .guard_addr = cfg->guard_addr,
+            .memory_mb = cfg->memory_mb,
+            .disk_mb = cfg->disk_mb,
+            .cpus = cfg->cpus,
+            .pids_set = cfg->pids_set,
+            .listen_addr = cfg->addr,
+        };
+        return e2b_provider_new(&ec, err);
+    }
     }
     if (!p)
         plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");

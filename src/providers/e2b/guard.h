@@ -1,0 +1,60 @@
+/* guard.h: the e2b egress guard (providers.md §5.4): the daemon's HTTP listener that a granted
+ * guest reaches through E2B's egress proxy. E2B's per-sandbox network rule injects the header
+ * X-Plimsoll-E2B-Guard: <per-run token> outside the VM, so the guest never holds the token; the
+ * guard authenticates each call by it and hands (method, raw target, body) to that run's broker
+ * core (plm_host_api.call), which applies every rule of the grant.
+ *
+ * The listener speaks plain HTTP/1.1 (libmicrohttpd): the public https endpoint of E2B_GUARD_URL
+ * is a TLS terminator in front of PLIMSOLL_GUARD_ADDR (docs/e2b.md).
+ *
+ * Handler order (spec): POST to the exact path, no query (else 404); token lookup (401
+ * {"error":"unknown or expired egress guard credential"}, or "missing egress guard credential"
+ * without the header); an admission slot, 64 at once (else 503 Retry-After: 1); the body, at most
+ * 2 MiB (else 413); the JSON {method, path[, body]} (else 400); the broker's answer (a status
+ * outside 100..599 becomes 502).
+ *
+ * The body parser is pure (bytes -> a validated canonical call) and fuzzed on its own, so it can
+ * move into a confined helper process later. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../core/err.h"
+#include "../../core/provider.h"
+
+#define E2B_GUARD_HEADER "X-Plimsoll-E2B-Guard"
+#define E2B_GUARD_DEFAULT_PATH "/v1/e2b/guard"
+#define E2B_GUARD_TOKEN_LEN 68 /* "crg_" + 64 hex */
+#define E2B_GUARD_BODY_MAX (2u * 1024 * 1024)
+#define E2B_GUARD_INFLIGHT 64
+#define E2B_GUARD_CONN_MAX 256
+#define E2B_GUARD_TIMEOUT_S 30 /* an idle or slow connection is dropped after this */
+
+/* ---- guardparse.c (pure) -------------------------------------------------------------------- */
+struct e2b_guard_call {
+    char method[8]; /* upper-cased: GET PUT POST DELETE PATCH */
+    char *path;     /* the raw target as the guest sent it (the broker checks it) */
+    uint8_t *body;  /* NULL when absent */
+    size_t len;
+};
+/* Parses {"method": str, "path": str[, "body": str|null]} from at most E2B_GUARD_BODY_MAX bytes.
+ * Returns 0, or 400 with why filled (printable ASCII). The strings must be valid UTF-8 without
+ * NUL; unknown keys are refused; the method must be one of the five (any case). */
+int e2b_guard_parse(const uint8_t *buf, size_t len, struct e2b_guard_call *out, char *why, size_t wcap);
+void e2b_guard_call_done(struct e2b_guard_call *c);
+/* true for "crg_" + 64 lower-case hex. */
+bool e2b_guard_token_ok(const char *t, size_t len);
+
+/* ---- guard.c -------------------------------------------------------------------------------- */
+struct e2b_guard;
+/* Listens on addr (host:port, [v6]:port) and serves path. */
+int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, struct plm_err *err);
+uint16_t e2b_guard_port(const struct e2b_guard *g);
+/* Stops the listener; waits for calls in flight. NULL-safe. */
+void e2b_guard_stop(struct e2b_guard *g);
+/* A fresh token for this run's api (copied; its cb_ctx is held by each call in flight). */
+int e2b_guard_register(struct e2b_guard *g, const struct plm_host_api *api, char token[E2B_GUARD_TOKEN_LEN + 1],
+                       struct plm_err *err);
+/* After this, the token gets 401. The token buffer is wiped. */
+void e2b_guard_unregister(struct e2b_guard *g, char token[E2B_GUARD_TOKEN_LEN + 1]);

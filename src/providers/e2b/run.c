@@ -1,0 +1,364 @@
+/* run.c: one snippet or one project in one fresh sandbox (providers.md §6 call sequence).
+ * Owns: the run's sandbox from create to delete, the run's guard token from register to
+ * unregister, and the result it fills.
+ * Invariant: the sandbox is deleted (3 tries) on every path once it exists, before the result is
+ * returned; a granted run's token is registered before the create (its transform rule carries
+ * it) and unregistered on every path, so it answers 401 once the run is over; a grant without a
+ * guard is refused before any VM exists. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/limits.h"
+#include "../../core/validate.h"
+#include "internal.h"
+
+/* The guard transport for the grant client (client_js.h's contract): fetch to the guard URL,
+ * redirects refused; E2B's egress proxy adds the guard header outside the VM. */
+#define GUARD_SEND_FMT \
+    "globalThis.__plimsoll_host_send = async function (method, path, body) {\n" \
+    "  const GUARD = %s;\n" \
+    "  if (!GUARD) throw new Error(\"host api guard unavailable\");\n" \
+    "  const req = {method: String(method).toUpperCase(), path: path};\n" \
+    "  if (body !== undefined) req.body = body;\n" \
+    "  const r = await fetch(GUARD, {method: \"POST\", redirect: \"error\",\n" \
+    "                                headers: {\"content-type\": \"application/json\"},\n" \
+    "                                body: JSON.stringify(req)});\n" \
+    "  return {status: r.status, body: await r.text()};\n" \
+    "};\n"
+
+static char *js_literal(const char *s)
+{
+    json_t *j = json_string(s);
+    char *t = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_ESCAPE_SLASH) : NULL;
+    json_decref(j);
+    return t;
+}
+
+/* send + `(0, eval)(client)`: the client runs as a classic script at global scope, as under the
+ * other transports, so its names never collide with the guest's module-level declarations. */
+static char *prelude(const char *guard_url, const char *client_js)
+{
+    char *g = js_literal(guard_url), *c = js_literal(client_js);
+    char *out = NULL;
+    if (g && c && asprintf(&out, GUARD_SEND_FMT "(0, eval)(%s);\n", g, c) < 0)
+        out = NULL;
+    free(g);
+    free(c);
+    return out;
+}
+
+char *e2b_host_module(const char *guard_url, const char *client_js)
+{
+    char *p = prelude(guard_url, client_js);
+    char *out = NULL;
+    if (p && asprintf(&out, "// plimsoll grant client (e2b egress guard)\n%s", p) < 0)
+        out = NULL;
+    free(p);
+    return out;
+}
+
+char *e2b_snippet_text(const char *guard_url, const char *client_js, const char *code)
+{
+    if (!client_js)
+        return strdup(code);
+    char *p = prelude(guard_url, client_js);
+    char *out = NULL;
+    if (p && asprintf(&out, "%s%s", p, code) < 0)
+        out = NULL;
+    free(p);
+    return out;
+}
+
+int e2b_project_path(const char *rel, char *out, size_t cap)
+{
+    if (!rel || !*rel || rel[0] == '/' || strchr(rel, '\\'))
+        return -1;
+    const char *seg = rel;
+    for (;;) {
+        size_t n = strcspn(seg, "/");
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)seg[i] < 0x20 || seg[i] == 0x7f)
+                return -1;
+        if (!seg[n])
+            break;
+        seg += n + 1;
+    }
+    if ((size_t)snprintf(out, cap, "%s/%s", E2B_PROJECT_DIR, rel) >= cap)
+        return -1;
+    return 0;
+}
+
+int e2b_result_identity(struct e2b_state *s, struct plm_result *out)
+{
+    char env[200];
+    snprintf(env, sizeof env, "e2b-template:%s", s->template_id);
+    out->sandbox = strdup("e2b");
+    out->isolation = strdup(tier_name(PLM_TIER_VM));
+    out->environment = strdup(env);
+    out->software_identity = strdup("");
+    return out->sandbox && out->isolation && out->environment && out->software_identity ? 0 : -1;
+}
+
+int e2b_gate(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req, struct plm_err *err)
+{
+    if (plm_validate_payload(req, err) < 0)
+        return -1;
+    enum plm_tier t = atomic_load(&s->proven) ? PLM_TIER_VM : PLM_TIER_NONE;
+    if (tier_check_floor(t, ctx->floor, err) < 0)
+        return -1;
+    if (!s->api_key[0])
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: E2B_API_KEY is not set");
+    /* (spec step 2) a grant needs the guard: refused before any VM exists */
+    if (ctx->host_api && (!s->guard || !s->guard_url[0] || !ctx->host_api->call))
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                           "e2b: grants need E2B_GUARD_URL and PLIMSOLL_GUARD_ADDR; nothing ran");
+    if (!atomic_load(&s->proven))
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: the provider has not been proven yet");
+    return 0;
+}
+
+/* The run's sandbox and guard token, set up and torn down together. */
+struct vm {
+    struct e2b_sandbox sb;
+    bool created;
+    char token[E2B_GUARD_TOKEN_LEN + 1];
+};
+
+static int vm_open(struct e2b_state *s, const struct plm_host_api *api, uint32_t budget_ms, struct vm *vm,
+                   struct plm_err *err)
+{
+    memset(vm, 0, sizeof *vm);
+    if (api && e2b_guard_register(s->guard, api, vm->token, err) < 0)
+        return -1;
+    if (e2b_create(s, budget_ms, api ? vm->token : NULL, &vm->sb, err) < 0) {
+        e2b_guard_unregister(s->guard, vm->token);
+        return -1;
+    }
+    vm->created = true;
+    if ((s->memory_mb || s->cpus || s->disk_mb) && e2b_check_resources(s, &vm->sb, NULL, 0, err) < 0)
+        return -1;
+    return 0;
+}
+
+static void vm_close(struct e2b_state *s, struct vm *vm)
+{
+    if (vm->created)
+        e2b_delete(s, vm->sb.id);
+    if (vm->token[0])
+        e2b_guard_unregister(s->guard, vm->token);
+    explicit_bzero(vm, sizeof *vm);
+}
+
+int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                    struct plm_result *out, struct plm_err *err)
+{
+    if (e2b_gate(s, ctx, req, err) < 0)
+        return -1;
+    uint32_t budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
+    int64_t deadline = e2b_mono_ms() + budget;
+    const struct plm_host_api *api = ctx->host_api;
+    char *text = e2b_snippet_text(s->guard_url, api ? api->client_js : NULL, req->js.code);
+    if (!text)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    struct vm vm;
+    int rc = vm_open(s, api, budget, &vm, err);
+    struct e2b_proc_result pr = {0};
+    if (rc == 0) {
+        struct e2b_upload up = {E2B_SNIPPET_PATH, text, strlen(text)};
+        rc = e2b_write_files(s, &vm.sb, &up, 1, deadline, err);
+    }
+    if (rc < 0 && vm.created && err->kind == PLM_E_DEADLINE) {
+        /* the budget ran out while the VM was being prepared: the run timed out */
+        plm_err_clear(err);
+        rc = 0;
+        pr.timed_out = true;
+        pr.exit_code = E2B_EXIT_TIMEOUT;
+    } else if (rc == 0) {
+        const char *args[] = {E2B_SNIPPET_PATH};
+        struct e2b_env env[] = {{"NODE_EXTRA_CA_CERTS", E2B_CA_BUNDLE}};
+        rc = e2b_process(s, &vm.sb, "node", args, 1, NULL, env, api ? 1 : 0, deadline, &pr, err);
+    }
+    vm_close(s, &vm);
+    free(text);
+    if (rc < 0)
+        return plm_err_wrap(err, "snippet");
+    out->kind = PLM_KIND_JAVASCRIPT;
+    out->js.out = pr.out, out->js.err = pr.err;
+    out->js.out_truncated = pr.out_truncated || pr.exit_code == E2B_EXIT_BUDGET;
+    out->js.err_truncated = pr.err_truncated || pr.exit_code == E2B_EXIT_BUDGET;
+    out->js.exit_code = pr.exit_code;
+    out->js.timed_out = pr.timed_out;
+    out->duration_ms = pr.duration_ms;
+    if (e2b_result_identity(s, out) < 0)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    return 0;
+}
+
+static int setup_failed(struct plm_project_result *pr, const char *path)
+{
+    pr->outcome = PLM_OUTCOME_SETUP_FAILED;
+    if (asprintf(&pr->detail, "illegal file path: %s", path) < 0)
+        pr->detail = NULL;
+    return pr->detail ? 0 : -1;
+}
+
+static int upload_project(struct e2b_state *s, struct vm *vm, const struct plm_request *req,
+                          const struct plm_host_api *api, int64_t deadline, struct plm_project_result *pr,
+                          struct plm_err *err)
+{
+    size_t n = req->project.n_files;
+    struct e2b_upload *up = calloc(n + 1, sizeof *up);
+    char(*paths)[LIM_PATH_MAX + 64] = calloc(n + 1, sizeof *paths);
+    char *module = api ? e2b_host_module(s->guard_url, api->client_js) : NULL;
+    int rc = 0;
+    if (!up || !paths || (api && !module)) {
+        rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (e2b_project_path(req->project.files[i].path, paths[i], sizeof paths[i]) < 0) {
+            rc = setup_failed(pr, req->project.files[i].path) < 0 ? -1 : 1;
+            goto out;
+        }
+        up[i] = (struct e2b_upload){paths[i], req->project.files[i].content, strlen(req->project.files[i].content)};
+    }
+    if (module)
+        up[n++] = (struct e2b_upload){E2B_HOST_MODULE, module, strlen(module)};
+    if (n)
+        rc = e2b_write_files(s, &vm->sb, up, n, deadline, err);
+out:
+    free(up);
+    free(paths);
+    free(module);
+    return rc;
+}
+
+int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                    struct plm_result *out, struct plm_err *err)
+{
+    if (e2b_gate(s, ctx, req, err) < 0)
+        return -1;
+    uint32_t budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
+    int64_t deadline = e2b_mono_ms() + budget;
+    const struct plm_host_api *api = ctx->host_api;
+    struct plm_project_result *pr = &out->project;
+    /* An escaping path is refused before any VM exists (validation refuses it earlier still). */
+    char probe[LIM_PATH_MAX + 64];
+    for (size_t i = 0; i < req->project.n_files; i++)
+        if (e2b_project_path(req->project.files[i].path, probe, sizeof probe) < 0) {
+            out->kind = PLM_KIND_PROJECT;
+            if (setup_failed(pr, req->project.files[i].path) < 0 ||
+                e2b_result_identity(s, out) < 0)
+                return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+            return 0;
+        }
+    struct vm vm;
+    int rc = vm_open(s, api, budget, &vm, err);
+    bool timed_out = false;
+    if (rc == 0)
+        rc = upload_project(s, &vm, req, api, deadline, pr, err);
+    if (rc < 0 && vm.created && err->kind == PLM_E_DEADLINE) {
+        plm_err_clear(err); /* the budget ran out while the files were written */
+        rc = 0;
+        timed_out = true;
+    }
+    if (rc == 0 && req->project.n_steps)
+        pr->steps = calloc(req->project.n_steps, sizeof *pr->steps);
+    if (rc == 0 && req->project.n_steps && !pr->steps)
+        rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    for (size_t i = 0; rc == 0 && !timed_out && i < req->project.n_steps; i++) {
+        const char *step = req->project.steps[i];
+        struct e2b_upload up = {E2B_STEP_PATH, step, strlen(step)};
+        if (e2b_write_files(s, &vm.sb, &up, 1, deadline, err) < 0) {
+            if (err->kind == PLM_E_DEADLINE) {
+                plm_err_clear(err);
+                timed_out = true;
+                struct plm_step_result *sr = &pr->steps[pr->n_steps++];
+                sr->command = strdup(step);
+                sr->exit_code = E2B_EXIT_TIMEOUT;
+                sr->timed_out = true;
+                if (!sr->command)
+                    rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+                break;
+            }
+            rc = -1;
+            break;
+        }
+        const char *args[] = {E2B_STEP_PATH};
+        struct e2b_env env[] = {{"NODE_EXTRA_CA_CERTS", E2B_CA_BUNDLE}, {"NODE_OPTIONS", "--import " E2B_HOST_MODULE}};
+        struct e2b_proc_result p;
+        if (e2b_process(s, &vm.sb, "sh", args, 1, E2B_PROJECT_DIR, env, api ? 2 : 0, deadline, &p, err) < 0) {
+            rc = -1;
+            break;
+        }
+        struct plm_step_result *sr = &pr->steps[pr->n_steps++];
+        sr->command = strdup(step);
+        sr->out = p.out, sr->err = p.err;
+        sr->out_truncated = p.out_truncated || p.exit_code == E2B_EXIT_BUDGET;
+        sr->err_truncated = p.err_truncated || p.exit_code == E2B_EXIT_BUDGET;
+        sr->exit_code = p.exit_code;
+        sr->timed_out = p.timed_out;
+        sr->duration_ms = p.duration_ms;
+        if (!sr->command)
+            rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        if (p.timed_out) {
+            timed_out = true;
+            break;
+        }
+        if (p.exit_code != 0)
+            break; /* (spec) steps stop at the first non-zero exit */
+    }
+    /* Artifacts, within the 8 MiB total, only after the steps ran (and not after a time-out). */
+    if (rc == 0 && pr->outcome == PLM_OUTCOME_UNSPECIFIED && !timed_out && req->project.n_artifacts) {
+        pr->artifacts = calloc(req->project.n_artifacts, sizeof *pr->artifacts);
+        if (!pr->artifacts)
+            rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        size_t used = 0;
+        for (size_t i = 0; rc == 0 && i < req->project.n_artifacts && !pr->artifacts_truncated; i++) {
+            char path[LIM_PATH_MAX + 64];
+            if (e2b_project_path(req->project.artifacts[i], path, sizeof path) < 0)
+                continue;
+            struct plm_bytes b = {0};
+            bool over = false;
+            int got = e2b_read_file(s, &vm.sb, path, E2B_ARTIFACTS_MAX - used, deadline, &b, &over, err);
+            if (got < 0 && err->kind == PLM_E_DEADLINE) {
+                plm_err_clear(err);
+                timed_out = true;
+                break;
+            }
+            if (got < 0) {
+                rc = -1;
+                break;
+            }
+            if (over) {
+                plm_bytes_done(&b);
+                pr->artifacts_truncated = true;
+                break;
+            }
+            if (got == 0)
+                continue; /* (spec) a 404 counts as missing */
+            used += b.len;
+            struct plm_artifact *a = &pr->artifacts[pr->n_artifacts++];
+            a->path = strdup(req->project.artifacts[i]);
+            a->content = b;
+            if (!a->path)
+                rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        }
+    }
+    vm_close(s, &vm);
+    if (rc < 0)
+        return plm_err_wrap(err, "project");
+    out->kind = PLM_KIND_PROJECT;
+    if (pr->outcome == PLM_OUTCOME_UNSPECIFIED) {
+        pr->outcome = timed_out ? PLM_OUTCOME_TIMED_OUT : PLM_OUTCOME_COMPLETED;
+        pr->detail = strdup(timed_out ? "run exceeded the time budget" : "");
+    }
+    if (!pr->detail || e2b_result_identity(s, out) < 0)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    return 0;
+}
