@@ -4,6 +4,7 @@
 
 #define LIM_BODY_MAX (8u * 1024 * 1024)         /* (spec) raw request body */
 #define LIM_MESSAGE_MAX (8u * 1024 * 1024)      /* (spec) decoded message */
+#define LIM_DECODE_ARENA_MAX (16u * 1024 * 1024) /* all a request decodes into: 2 x the message cap */
 #define LIM_JSON_DEPTH 32                       /* nesting of a request's JSON */
 #define LIM_HEADER_MAX (32u * 1024)             /* (spec) request header bytes */
 #define LIM_CODE_MAX (256u * 1024)              /* (spec) snippet code */
