@@ -5,6 +5,10 @@
 #define LIM_BODY_MAX (8u * 1024 * 1024)         /* (spec) raw request body */
 #define LIM_MESSAGE_MAX (8u * 1024 * 1024)      /* (spec) decoded message */
 #define LIM_DECODE_ARENA_MAX (16u * 1024 * 1024) /* all a request decodes into: 2 x the message cap */
+#define LIM_REPEATED_DEFAULT 1024               /* a repeated field without a limit of its own */
+#define LIM_DECODE_VALUES_MAX 65536u            /* repeated elements in one request, all fields */
+#define LIM_JSON_IGNORED_MAX 1024u              /* JSON values under unknown keys (or misshapen) */
+#define LIM_UNKNOWN_FIELDS_MAX 64u              /* unknown fields in one binary request */
 #define LIM_JSON_DEPTH 32                       /* nesting of a request's JSON */
 #define LIM_HEADER_MAX (32u * 1024)             /* (spec) request header bytes */
 #define LIM_CODE_MAX (256u * 1024)              /* (spec) snippet code */

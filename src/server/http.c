@@ -41,6 +41,7 @@ struct req {
     struct principal who;
     char *body;
     size_t len, cap;
+    size_t declared; /* Content-Length, 0 when absent: the body buffer is sized once from it */
     bool holds_decode_slot;
     bool answered;
 };
@@ -208,6 +209,7 @@ static enum MHD_Result first_call(struct srv *s, struct MHD_Connection *conn, st
         if (errno || *end || end == cl || v > LIM_BODY_MAX)
             return send_pre_handler(conn, r, 0, "invalid_argument", "request body exceeds 8 MiB",
                                     PLM_REFUSAL_REQUEST, "request");
+        r->declared = (size_t)v;
     }
     if (content_format(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE), &r->fmt) < 0)
         return send_pre_handler(conn, r, 415, "invalid_argument",
@@ -239,7 +241,8 @@ static int append_body(struct req *r, const char *data, size_t n)
     if (__builtin_add_overflow(r->len, n, &need) || need > LIM_BODY_MAX)
         return -1;
     if (need + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 4096;
+        /* One allocation of the declared size (no doubling, no copy); growth only for chunked. */
+        size_t cap = r->cap ? r->cap : r->declared >= need ? r->declared + 1 : 4096;
         while (cap < need + 1)
             cap *= 2;
         if (cap > LIM_BODY_MAX + 1)

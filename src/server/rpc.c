@@ -17,6 +17,7 @@
 #include "../wire/convert.h"
 #include "../wire/arena_alloc.h"
 #include "../wire/json_codec.h"
+#include "../wire/limits_scan.h"
 #include "grant.h"
 #include "log.h"
 
@@ -56,6 +57,10 @@ ProtobufCMessage *rpc_decode(const ProtobufCMessageDescriptor *d, enum rpc_fmt f
         ap = &alloc;
     }
     ProtobufCMessage *m = NULL;
+    /* Counts first, on the raw bytes: neither decoder may build more than the limits allow. */
+    int scan = fmt == RPC_JSON ? wire_scan_json(d, body, len, err) : wire_scan_binary(d, (const uint8_t *)body, len, err);
+    if (scan < 0)
+        return NULL;
     if (fmt == RPC_JSON) {
         m = wire_json_decode_with(d, body, len, ap, err);
     } else {
