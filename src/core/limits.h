@@ -28,4 +28,10 @@
 #define LIM_TIMEOUT_MS_MAX 300000               /* (spec) RPC-edge clamp */
 #define LIM_OUTPUT_MAX (64u * 1024)             /* (spec) guest output per stream */
 #define LIM_RESPONSE_MAX (32u * 1024 * 1024)    /* (spec) client response cap */
+#define LIM_HEADER_READ_MS 5000u               /* (spec) the whole request head, from accept */
+#define LIM_BODY_READ_MS 30000u                 /* (spec) the whole body, from the head */
+#define LIM_IDLE_MS 120000u                     /* (spec) no byte moving on a connection */
+#define LIM_CONN_PER_PEER 256u                  /* connections per peer address at once */
+#define LIM_PENDING_CONNECTIONS 4096u           /* connections waiting for a complete head */
+#define LIM_METRICS_PER_PEER 8u                 /* metrics connections per peer address */
 #define LIM_TOKEN_MAX 4096                      /* bearer token bytes */

@@ -103,15 +103,20 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *conn, const 
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return rc;
 }
 
-struct MHD_Daemon *metrics_start(int listen_fd, const struct rpc_env *env)
+struct MHD_Daemon *metrics_start(struct gate *g, const struct srv_config *cfg)
 {
-    metrics_env = env;
-    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, on_metrics, NULL,
-                            MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    metrics_env = &cfg->env;
+    /* Behind its own gate: connections arrive with a complete, checked head, and a GET has no
+     * body, so the one polling thread answers each at once; the gate's per-peer cap keeps one
+     * address from filling the 16 connections. */
+    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET,
+                            0, NULL, NULL, on_metrics, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                            MHD_OPTION_NOTIFY_CONNECTION, gate_notify_connection, g, MHD_OPTION_END);
 }

@@ -174,5 +174,164 @@ class HostileBodies(WireCase):
         self.assertIn("more than 200 elements", json.loads(data)["message"])
 
 
+class Tricklers:
+    """Many raw connections, each sending its head (or part of it) and then one byte every
+    `every` seconds from one thread. Records when the daemon closed each one (EOF, reset or an
+    answer), relative to when the connection was opened."""
+
+    def __init__(self, port, heads, every, sources=("127.0.0.2",), complete_head=True):
+        self.socks, self.opened, self.closed, self.answers = [], [], {}, {}
+        self.every = every
+        self.stop = threading.Event()
+        for i, head in enumerate(heads):
+            s = socket.socket()
+            s.bind((sources[i % len(sources)], 0))
+            s.connect(("127.0.0.1", port))
+            s.setblocking(False)
+            data = head if complete_head else head[:5]
+            try:
+                s.send(data)
+            except OSError:
+                pass
+            self.socks.append((s, head[5:] if not complete_head else b"x" * 100000))
+            self.opened.append(time.monotonic())
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _poll_closed(self, i, s):
+        try:
+            data = s.recv(4096)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if data:
+            self.answers[i] = data
+        self.closed[i] = time.monotonic() - self.opened[i]
+        return True
+
+    def _run(self):
+        pos = [0] * len(self.socks)
+        while not self.stop.is_set():
+            for i, (s, rest) in enumerate(self.socks):
+                if i in self.closed:
+                    continue
+                if self._poll_closed(i, s):
+                    continue
+                if pos[i] < len(rest):
+                    try:
+                        s.send(rest[pos[i]:pos[i] + 1])
+                        pos[i] += 1
+                    except OSError:
+                        self.closed[i] = time.monotonic() - self.opened[i]
+            # check often, send every `every` seconds
+            t_end = time.monotonic() + self.every
+            while time.monotonic() < t_end and not self.stop.is_set():
+                for i, (s, _) in enumerate(self.socks):
+                    if i not in self.closed:
+                        self._poll_closed(i, s)
+                time.sleep(0.05)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(10)
+        for s, _ in self.socks:
+            s.close()
+
+
+def run_head(tok, length=1000):
+    return ("POST %sRun HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\n\r\n" % (PROC, tok, length)).encode()
+
+
+class Trickling(WireCase):
+    """Findings 2 and 3: slow bodies and slow heads; the done-when of 200 trickling connections."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.clients = os.path.join(cls.tmp, "clients.json")
+        write_clients(cls.clients)
+        # 4 runs at once, so 8 decode slots, at most 4 of them one caller's
+        cls.d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": cls.clients,
+                        "SANDBOX_MAX_CONCURRENT": "4", "SANDBOX_PER_KEY_CONCURRENT": "2",
+                        "SANDBOX_RATE_PER_MIN": "0"})
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def timed_run(self, who):
+        t0 = time.monotonic()
+        st, _, data, _ = self.d.call("Run", js("console.log(1)"), token=token(who))
+        return st, data, time.monotonic() - t0
+
+    def test_slow_bodies_hold_neither_every_slot_nor_past_30s(self):
+        # 8 connections with valid heads whose bodies trickle a byte every 2 s (finding 2)
+        t = Tricklers(self.d.port, [run_head(token("dave"))] * 8, every=2.0)
+        try:
+            time.sleep(1.0)
+            st, data, secs = self.timed_run("alice")
+            self.assertEqual(st, 200, data)
+            self.assertLess(secs, 1.0)
+            # the ones over dave's share were shed at once, with capacity
+            shed = [i for i, a in t.answers.items() if b" 429 " in a.split(b"\r\n")[0]]
+            self.assertGreaterEqual(len(shed), 4, t.answers)
+            # the rest are closed when 30 s of body reading have passed, not later
+            deadline = time.monotonic() + 40
+            while len(t.closed) < 8 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            self.assertEqual(len(t.closed), 8, t.closed)
+            held = sorted(v for i, v in t.closed.items() if i not in shed)
+            self.assertTrue(held, t.closed)
+            self.assertGreater(held[0], 25)
+            self.assertLess(held[-1], 34)
+        finally:
+            t.close()
+
+    def test_slow_head_is_closed_after_5s(self):
+        # finding 3: a head trickled a byte every 0.5 s, never finished
+        t = Tricklers(self.d.port, [b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200], every=0.5,
+                      complete_head=False)
+        try:
+            deadline = time.monotonic() + 9
+            while not t.closed and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertIn(0, t.closed, "the trickling head is still open after 9 s")
+            self.assertLess(t.closed[0], 7.0)
+            self.assertGreater(t.closed[0], 4.0)
+            self.assertIn(b" 408 ", t.answers.get(0, b" 408 "))
+        finally:
+            t.close()
+
+    def test_200_tricklers_healthz_and_run_answer_within_1s(self):
+        # 196 heads that never finish, 4 bodies holding erin's decode slots (46 more shed): 200 open
+        heads = [b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100] * 196
+        slow_heads = Tricklers(self.d.port, heads, every=0.5, complete_head=False,
+                               sources=("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.6"))
+        slow_bodies = Tricklers(self.d.port, [run_head(token("erin"))] * 50, every=0.5, sources=("127.0.0.5",))
+        try:
+            time.sleep(0.5)
+            open_now = 246 - len(slow_heads.closed) - len(slow_bodies.closed)
+            print("trickling connections open: %d (heads %d, bodies %d)"
+                  % (open_now, 196 - len(slow_heads.closed), 50 - len(slow_bodies.closed)), file=sys.stderr)
+            self.assertEqual(len(slow_heads.closed), 0)
+            self.assertGreaterEqual(open_now, 200)
+            for _ in range(3):
+                t0 = time.monotonic()
+                st, _, body = self.d.request("GET", "/healthz", timeout=5)
+                self.assertEqual((st, body), (200, b"ok\n"))
+                self.assertLess(time.monotonic() - t0, 1.0)
+                st, data, secs = self.timed_run("alice")
+                self.assertEqual(st, 200, data)
+                self.assertLess(secs, 1.0)
+                print("with tricklers: /healthz %.3f s, Run %.3f s" % (time.monotonic() - t0 - secs, secs),
+                      file=sys.stderr)
+                time.sleep(0.5)
+        finally:
+            slow_heads.close()
+            slow_bodies.close()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
