@@ -19,8 +19,8 @@ int plm_err_set(struct plm_err *err, int errnum, enum plm_err_kind kind, enum pl
     return -1;
 }
 
-static void vset(struct plm_err *err, int errnum, enum plm_err_kind kind, enum plm_refusal refusal,
-                 const char *fmt, va_list ap)
+__attribute__((format(printf, 5, 0))) static void vset(struct plm_err *err, int errnum, enum plm_err_kind kind,
+                                                       enum plm_refusal refusal, const char *fmt, va_list ap)
 {
     err->errnum = errnum;
     err->kind = kind;

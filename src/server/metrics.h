@@ -1,4 +1,5 @@
-/* metrics.h: the Prometheus text listener (wire.md §15), on its own address, no authentication. */
+/* metrics.h: the Prometheus text listener (wire.md §15), on its own address, behind its own gate;
+ * a scrape needs the `metrics` scope (docs/decisions.md). */
 #pragma once
 #include <microhttpd.h>
 

@@ -143,6 +143,22 @@ class HostileBodies(WireCase):
         st, _, data, _ = self.d.call("Run", js("console.log(6*7)"), token=token("erin"))
         self.assertEqual(st, 200, data)
 
+    def test_sixteen_8_mib_strings_stay_under_512_mib(self):
+        # the costliest shape per byte left after the count limits: one long string, which the
+        # body, jansson's tree and the decoded message each hold once (3 x the body)
+        body = b'{"protocol":3,"javascript":{"code":"' + b"a" * (8 * MIB - 100) + b'"}}'
+        with Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": self.clients,
+                     "SANDBOX_MAX_CONCURRENT": "8", "SANDBOX_RATE_PER_MIN": "0"}) as d:
+            with cf.ThreadPoolExecutor(16) as ex:
+                res = list(ex.map(lambda i: post_raw(d.port, PROC + "Run", body, token(CALLERS[i % 4]),
+                                                     "application/json"), range(16)))
+            hwm_kib = status_kib(d.proc.pid, "VmHWM")
+            print("16 x 8 MiB strings: VmHWM %d MiB" % (hwm_kib // 1024), file=sys.stderr)
+            self.assertLess(hwm_kib, 512 * 1024)
+            for st, data in res:
+                self.assertEqual(st, 400, data[:200])
+                self.assertIn("javascript code is", json.loads(data)["message"])
+
     def test_unknown_keys_and_top_level_array_are_bounded(self):
         n = (8 * MIB - 100) // 7
         for body in (b'{"protocol":3,"x":[' + b'[],' * n + b'[]]}', b"[" + b"{}," * n + b"{}]",
@@ -331,6 +347,176 @@ class Trickling(WireCase):
         finally:
             slow_heads.close()
             slow_bodies.close()
+
+
+def raw_exchange(port, data, timeout=10):
+    """Sends data as is on a fresh connection; returns everything the daemon answers until it
+    closes (b"" if it closed without answering)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+        out = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except OSError:
+            pass
+        return out
+
+
+def status_of(answer):
+    line = answer.split(b"\r\n", 1)[0].split()
+    return int(line[1]) if len(line) >= 2 and line[1].isdigit() else None
+
+
+class Strictness(WireCase):
+    """Finding 6: HTTP parsing quirks are refused before libmicrohttpd sees the request."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.clients = os.path.join(cls.tmp, "clients.json")
+        write_clients(cls.clients)
+        cls.d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": cls.clients,
+                        "SANDBOX_RATE_PER_MIN": "0"})
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def run_request(self, head_lines, body=b"", path=PROC + "Run", eol=b"\r\n"):
+        head = eol.join([("POST %s HTTP/1.1" % path).encode()] + head_lines) + eol + eol
+        return raw_exchange(self.d.port, head + body)
+
+    def good_lines(self, body, who="alice"):
+        return [b"Host: x", b"Content-Type: application/json", ("Authorization: Bearer " + token(who)).encode(),
+                b"Content-Length: %d" % len(body)]
+
+    def test_well_formed_request_is_served(self):
+        body = json.dumps(js("console.log(1)")).encode()
+        ans = self.run_request(self.good_lines(body), body)
+        self.assertEqual(status_of(ans), 200, ans[:300])
+
+    def test_duplicate_content_length(self):
+        body = json.dumps(js("console.log(1)")).encode()
+        for second in (len(body), 5):  # equal, then conflicting
+            lines = self.good_lines(body) + [b"Content-Length: %d" % second]
+            ans = self.run_request(lines, body)
+            self.assertEqual(status_of(ans), 400, ans[:300])
+            self.assertIn(b"more than one Content-Length", ans)
+
+    def test_content_length_with_transfer_encoding(self):
+        body = json.dumps(js("console.log(1)")).encode()
+        ans = self.run_request(self.good_lines(body) + [b"Transfer-Encoding: chunked"], body)
+        self.assertEqual(status_of(ans), 400, ans[:300])
+
+    def test_nul_in_a_header_value(self):
+        body = json.dumps(js("console.log(1)")).encode()
+        lines = [b"Host: x", b"Content-Type: application/json",
+                 ("Authorization: Bearer %s\0Bearer %s" % (token("alice"), token("bob"))).encode(),
+                 b"Content-Length: %d" % len(body)]
+        ans = self.run_request(lines, body)
+        self.assertEqual(status_of(ans), 400, ans[:300])
+        self.assertIn(b"NUL", ans)
+
+    def test_bare_lf_and_bare_cr(self):
+        body = json.dumps(js("console.log(1)")).encode()
+        ans = self.run_request(self.good_lines(body), body, eol=b"\n")
+        self.assertEqual(status_of(ans), 400, ans[:300])
+        self.assertIn(b"bare LF", ans)
+        lines = self.good_lines(body)
+        lines[0] = b"Host: x\rX-Evil: 1"
+        ans = self.run_request(lines, body)
+        self.assertEqual(status_of(ans), 400, ans[:300])
+        self.assertIn(b"bare CR", ans)
+
+    def test_obsolete_line_folding(self):
+        body = json.dumps(js("console.log(1)")).encode()
+        lines = self.good_lines(body) + [b" folded"]
+        ans = self.run_request(lines, body)
+        self.assertEqual(status_of(ans), 400, ans[:300])
+
+    def test_percent_encoded_procedure_path(self):
+        body = json.dumps(js("console.log(1)")).encode()
+        ans = self.run_request(self.good_lines(body), body, path=PROC + "%52un")
+        self.assertEqual(status_of(ans), 400, ans[:300])
+        self.assertIn(b"percent-encoded", ans)
+        ans = raw_exchange(self.d.port, b"GET /%68ealthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(status_of(ans), 400, ans[:300])
+
+    def test_header_limit_is_32_kib(self):
+        body = json.dumps(js("console.log(1)")).encode()
+        base = b"\r\n".join([b"POST %sRun HTTP/1.1" % PROC.encode()] + self.good_lines(body)) + b"\r\n"
+        # a head of exactly 32 KiB (final empty line included) is served ...
+        pad = 32 * 1024 - len(base) - len(b"X-Pad: \r\n\r\n")
+        ans = raw_exchange(self.d.port, base + b"X-Pad: " + b"a" * pad + b"\r\n\r\n" + body)
+        self.assertEqual(status_of(ans), 200, ans[:300])
+        # ... one byte more is not, and neither is a 40 KiB one
+        for extra in (1, 8 * 1024):
+            ans = raw_exchange(self.d.port, base + b"X-Pad: " + b"a" * (pad + extra) + b"\r\n\r\n" + body)
+            self.assertEqual(status_of(ans), 431, ans[:300])
+
+
+class Metrics(WireCase):
+    """Finding 7: /metrics names every grant profile and every caller's counts: it needs the
+    metrics scope, and a few idle connections must not starve it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.clients = os.path.join(cls.tmp, "clients.json")
+        write_clients(cls.clients, extra=[{"id": "prom", "token_sha256": hashlib.sha256(b"prom-tok").hexdigest(),
+                                           "scopes": ["metrics"]}])
+        cls.grants = os.path.join(cls.tmp, "grants.json")
+        with open(cls.grants, "w") as f:
+            json.dump({"profiles": {"secret-profile-name": {
+                "base_url": "http://127.0.0.1:9", "allow": ["GET /v1/*"], "allowed_callers": ["alice"],
+                "token": {"type": "static", "env": "ITEMS_TOKEN"}}}}, f)
+        cls.d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": cls.clients,
+                        "PLIMSOLL_GRANTS_FILE": cls.grants, "ITEMS_TOKEN": "t" * 40,
+                        "SANDBOX_RATE_PER_MIN": "0"})
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def scrape(self, tok=None):
+        headers = {"Authorization": "Bearer " + tok} if tok else {}
+        return self.d.request("GET", "/metrics", port=self.d.metrics_port, headers=headers, timeout=5)
+
+    def test_scrape_needs_the_metrics_scope(self):
+        st, _, data = self.scrape()
+        self.assertEqual(st, 401, data)
+        self.assertNotIn(b"secret-profile-name", data)
+        st, _, data = self.scrape(token("alice"))  # code:run only
+        self.assertEqual(st, 403, data)
+        self.assertNotIn(b"secret-profile-name", data)
+        st, _, data = self.scrape("prom-tok")
+        self.assertEqual(st, 200, data)
+        self.assertIn(b'profile="secret-profile-name"', data)
+
+    def test_idle_connections_do_not_starve_it(self):
+        idle = []
+        try:
+            for i in range(40):
+                s = socket.socket()
+                s.bind(("127.0.0.%d" % (2 + i % 8), 0))
+                s.connect(("127.0.0.1", self.d.metrics_port))
+                idle.append(s)
+            time.sleep(0.3)
+            for _ in range(3):
+                t0 = time.monotonic()
+                st, _, data = self.scrape("prom-tok")
+                self.assertEqual(st, 200, data)
+                self.assertLess(time.monotonic() - t0, 1.0)
+        finally:
+            for s in idle:
+                s.close()
 
 
 if __name__ == "__main__":
