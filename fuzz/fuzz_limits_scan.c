@@ -15,12 +15,13 @@ static void check(const Plimsoll__V1__RunRequest *m)
 {
     if (m->software_rule && m->software_rule->n_identities > LIM_RULE_IDENTITIES_MAX)
         abort();
-    if (m->project && (m->project->n_files > LIM_FILES_MAX || m->project->n_steps > LIM_STEPS_MAX ||
+    /* the payload members share a union: only the set one may be read */
+    if (m->payload_case == PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_PROJECT && (m->project->n_files > LIM_FILES_MAX || m->project->n_steps > LIM_STEPS_MAX ||
                        m->project->n_artifacts > LIM_ARTIFACTS_MAX))
         abort();
-    if (m->cell && m->cell->n_files > LIM_FILES_MAX)
+    if (m->payload_case == PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_CELL && m->cell->n_files > LIM_FILES_MAX)
         abort();
-    if (m->module) {
+    if (m->payload_case == PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_MODULE) {
         if (m->module->n_rows > LIM_ROWS_MAX)
             abort();
         for (size_t i = 0; i < m->module->n_rows; i++)
