@@ -3,6 +3,7 @@
  * re-checked here because it ends up inside a credential.
  * Invariant: every buffer that held the signing input's signature or the token is wiped before
  * it is freed; the key is only ever read through its brk_secret. */
+#include "../core/base64.h"
 #include "jwt.h"
 
 #include <errno.h>
@@ -29,30 +30,12 @@ bool brk_subject_ok(const char *s)
 
 size_t brk_b64url_len(size_t n)
 {
-    return n / 3 * 4 + (n % 3 ? n % 3 + 1 : 0);
+    return b64_encoded_len(n, false);
 }
 
 size_t brk_b64url_encode(const unsigned char *in, size_t n, char *out)
 {
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = a[v >> 18 & 63];
-        out[o++] = a[v >> 12 & 63];
-        out[o++] = a[v >> 6 & 63];
-        out[o++] = a[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        out[o++] = a[v >> 18 & 63];
-        out[o++] = a[v >> 12 & 63];
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
-        out[o++] = a[v >> 18 & 63];
-        out[o++] = a[v >> 12 & 63];
-        out[o++] = a[v >> 6 & 63];
-    }
+    size_t o = b64_encode(in, n, out, B64_URL, false);
     out[o] = '\0';
     return o;
 }

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../core/buf.h"
 #include "../core/clock.h"
 #include "../core/limits.h"
 #include "../wire/connect_error.h"
@@ -43,8 +44,7 @@ struct req {
     enum route route;
     enum rpc_fmt fmt;
     struct principal who;
-    char *body;
-    size_t len, cap;
+    struct plm_buf body; /* capped at LIM_BODY_MAX */
     size_t declared; /* Content-Length, 0 when absent: the body buffer is sized once from it */
     bool holds_decode_slot;
     bool answered;
@@ -251,26 +251,10 @@ static void release_decode(struct srv *s, struct req *r)
 
 static int append_body(struct req *r, const char *data, size_t n)
 {
-    size_t need;
-    if (__builtin_add_overflow(r->len, n, &need) || need > LIM_BODY_MAX)
+    /* One allocation of the declared size (no doubling, no copy); growth only for chunked. */
+    if (r->body.len == 0 && r->declared && !plm_buf_reserve(&r->body, r->declared))
         return -1;
-    if (need + 1 > r->cap) {
-        /* One allocation of the declared size (no doubling, no copy); growth only for chunked. */
-        size_t cap = r->cap ? r->cap : r->declared >= need ? r->declared + 1 : 4096;
-        while (cap < need + 1)
-            cap *= 2;
-        if (cap > LIM_BODY_MAX + 1)
-            cap = LIM_BODY_MAX + 1;
-        char *b = realloc(r->body, cap);
-        if (!b)
-            return -1;
-        r->body = b;
-        r->cap = cap;
-    }
-    memcpy(r->body + r->len, data, n);
-    r->len = need;
-    r->body[r->len] = 0;
-    return 0;
+    return plm_buf_add(&r->body, data, n) ? 0 : -1;
 }
 
 static enum MHD_Result dispatch(struct srv *s, struct MHD_Connection *conn, struct req *r)
@@ -278,10 +262,10 @@ static enum MHD_Result dispatch(struct srv *s, struct MHD_Connection *conn, stru
     struct rpc_answer a = {0};
     release_decode(s, r);
     atomic_fetch_add(&s->active, 1);
-    const char *body = r->body ? r->body : "";
+    const char *body = r->body.p ? r->body.p : "";
     switch (r->route) {
-    case R_RUN: rpc_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->len, &a); break;
-    case R_DESCRIBE: rpc_describe(&s->cfg.env, r->fmt, body, r->len, r->request_id, &a); break;
+    case R_RUN: rpc_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
+    case R_DESCRIBE: rpc_describe(&s->cfg.env, r->fmt, body, r->body.len, r->request_id, &a); break;
     default: rpc_session_unsupported(&a, r->request_id); break;
     }
     atomic_fetch_sub(&s->active, 1);
@@ -299,6 +283,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!r)
             return MHD_NO;
         *con_cls = r;
+        r->body.max = LIM_BODY_MAX;
         read_request_id(conn, r);
         r->route = route_of(method, url);
         return first_call(s, conn, r, method);
@@ -337,7 +322,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     release_decode(s, r);
-    free(r->body);
+    plm_buf_done(&r->body);
     free(r);
     *con_cls = NULL;
 }

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/base64.h"
 #include "../core/cleanup.h"
 #include "../core/limits.h"
 #include "json_internal.h"
@@ -229,21 +230,6 @@ static int get_double(const json_t *v, double *out, struct dec *d)
     return 0;
 }
 
-static int b64_index(unsigned char c, bool url)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == (url ? '-' : '+'))
-        return 62;
-    if (c == (url ? '_' : '/'))
-        return 63;
-    return -1;
-}
-
 /* Standard or URL-safe base64, padded or not, as protojson reads it: the URL alphabet when '-'
  * or '_' occurs (so mixing the two alphabets fails), '=' only as padding of a length that is a
  * multiple of 4. Whitespace and newlines are refused (Go's decoder would skip \r and \n). */
@@ -251,47 +237,26 @@ static int get_bytes(const json_t *v, ProtobufCBinaryData *out, struct dec *d)
 {
     if (!json_is_string(v))
         return dec_fail(d, "expected a base64 string");
-    const unsigned char *s = (const unsigned char *)json_string_value(v);
-    size_t n = json_string_length(v), pad = 0;
-    bool url = memchr(s, '-', n) || memchr(s, '_', n);
-    while (pad < 2 && pad < n && s[n - 1 - pad] == '=')
-        pad++;
-    size_t m = n - pad;
-    if ((pad && n % 4 != 0) || m % 4 == 1)
-        return dec_fail(d, "invalid base64 length");
-    size_t out_len = m / 4 * 3 + (m % 4 ? m % 4 - 1 : 0);
-    if (out_len == 0) {
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v), len, bad;
+    if (n == 0) {
         *out = (ProtobufCBinaryData){ 0, NULL };
         return 0;
     }
-    uint8_t *buf = dec_alloc(d, out_len);
+    uint8_t *buf = dec_alloc(d, b64_decoded_max(n));
     if (!buf)
         return dec_oom(d);
-    size_t o = 0;
-    uint32_t acc = 0;
-    for (size_t i = 0; i < m; i++) {
-        int x = b64_index(s[i], url);
-        if (x < 0) {
-            dec_free(d, buf);
-            return dec_fail(d, "invalid base64 character at offset %zu", i);
-        }
-        acc = acc << 6 | (uint32_t)x;
-        if (i % 4 == 3) {
-            buf[o++] = (uint8_t)(acc >> 16);
-            buf[o++] = (uint8_t)(acc >> 8);
-            buf[o++] = (uint8_t)acc;
-            acc = 0;
-        }
+    if (b64_decode(s, n, B64_ONE_ALPHABET, buf, &len, &bad) < 0) {
+        dec_free(d, buf);
+        if (bad == SIZE_MAX)
+            return dec_fail(d, "invalid base64 length");
+        return dec_fail(d, "invalid base64 character at offset %zu", bad);
     }
-    /* A tail of 2 or 3 characters carries 1 or 2 bytes; leftover low bits are ignored, as Go's
-     * non-strict decoder does. */
-    if (m % 4 == 2) {
-        buf[o++] = (uint8_t)(acc >> 4);
-    } else if (m % 4 == 3) {
-        buf[o++] = (uint8_t)(acc >> 10);
-        buf[o++] = (uint8_t)(acc >> 2);
+    if (len == 0) { /* "==" and the like: no bytes */
+        dec_free(d, buf);
+        buf = NULL;
     }
-    *out = (ProtobufCBinaryData){ out_len, buf };
+    *out = (ProtobufCBinaryData){ len, buf };
     return 0;
 }
 

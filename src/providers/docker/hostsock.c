@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../core/clock.h"
+#include "../../core/io.h"
 #include "hostsock.h"
 
 #define SOCK_NAME "host-api.sock"
@@ -67,13 +69,6 @@ struct dock_hostsock {
 
 static atomic_uint g_threads;
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 unsigned dock_hostsock_threads(void)
 {
     return atomic_load(&g_threads);
@@ -81,8 +76,8 @@ unsigned dock_hostsock_threads(void)
 
 bool dock_hostsock_quiesce(uint32_t timeout_ms)
 {
-    int64_t until = mono_ms() + timeout_ms;
-    while (atomic_load(&g_threads) && mono_ms() < until) {
+    int64_t until = (int64_t)clock_mono_ms() + timeout_ms;
+    while (atomic_load(&g_threads) && (int64_t)clock_mono_ms() < until) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -195,7 +190,7 @@ int dock_hs_sweep(const char *base, unsigned min_age_s)
 static ssize_t read_some(int fd, uint8_t *buf, size_t cap, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - mono_ms();
+        int64_t left = deadline - (int64_t)clock_mono_ms();
         if (left <= 0)
             return -1;
         struct pollfd p = {fd, POLLIN, 0};
@@ -209,27 +204,6 @@ static ssize_t read_some(int fd, uint8_t *buf, size_t cap, int64_t deadline)
             continue;
         return n;
     }
-}
-
-static int write_all(int fd, const void *p, size_t n, int64_t deadline)
-{
-    const uint8_t *q = p;
-    while (n) {
-        ssize_t w = send(fd, q, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0) {
-            q += w, n -= (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno != EAGAIN && errno != EINTR)
-            return -1;
-        int64_t left = deadline - mono_ms();
-        if (left <= 0)
-            return -1;
-        struct pollfd pf = {fd, POLLOUT, 0};
-        if (poll(&pf, 1, left > 1000 ? 1000 : (int)left) < 0 && errno != EINTR)
-            return -1;
-    }
-    return 0;
 }
 
 /* The broker sanitises the upstream's Content-Type; this re-check keeps the header line intact
@@ -248,12 +222,12 @@ static int send_answer(struct conn *c, int status, const char *ctype, const uint
 {
     char head[320];
     size_t hn = dock_http_head(head, sizeof head, status, ctype, len);
-    int64_t dl = mono_ms() + c->hs->lim.write_ms;
-    if (!hn || write_all(c->fd, head, hn, dl) < 0)
+    int64_t dl = (int64_t)clock_mono_ms() + c->hs->lim.write_ms;
+    if (!hn || plm_write_all(c->fd, head, hn, (uint64_t)dl) < 0)
         return -1;
     if (head_only || status == 204 || status == 304 || !len)
         return 0;
-    return write_all(c->fd, body, len, dl);
+    return plm_write_all(c->fd, body, len, (uint64_t)dl);
 }
 
 static void send_text(struct conn *c, int status, const char *text)
@@ -268,7 +242,7 @@ static void send_text(struct conn *c, int status, const char *text)
 static void drain(struct conn *c, uint64_t left)
 {
     uint8_t tmp[16384];
-    int64_t dl = mono_ms() + c->hs->lim.head_ms;
+    int64_t dl = (int64_t)clock_mono_ms() + c->hs->lim.head_ms;
     if (left > DOCK_HS_DRAIN_MAX)
         left = DOCK_HS_DRAIN_MAX;
     while (left) {
@@ -339,7 +313,7 @@ static void serve(struct conn *c)
     if (got)
         memcpy(body, head + hend, got);
     if (req.expect_continue && got < take &&
-        write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, mono_ms() + hs->lim.write_ms) < 0)
+        plm_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, clock_mono_ms() + hs->lim.write_ms) < 0)
         goto out;
     int64_t dl = c->accepted_ms + hs->lim.read_ms;
     while (got < take) {
@@ -469,7 +443,7 @@ static void accept_one(struct dock_hostsock *hs)
     if (c) {
         c->hs = hs;
         c->fd = fd;
-        c->accepted_ms = mono_ms();
+        c->accepted_ms = (int64_t)clock_mono_ms();
         pthread_mutex_lock(&hs->mu);
         hs->n_live++;
         pthread_mutex_unlock(&hs->mu);
