@@ -327,7 +327,14 @@ void rpc_run(const struct rpc_env *env, const struct principal *who, const char 
                                 .started_us = clock_mono_us(), .floor = PLM_TIER_UNKNOWN};
     struct plm_err err = {0};
     if (run_decode(&r, body, len, &err) < 0) {
-        rpc_decode_failed(ans, &err, request_id);
+        /* A count limit refused while decoding is payload validation (§11.2 step 12) done early:
+         * answered as the handler's refusal. Anything else is Connect's own decode error. */
+        if (plm_err_is_refusal(&err)) {
+            atomic_fetch_add(&env->counters->refused, 1);
+            rpc_error(ans, &err, request_id);
+        } else {
+            rpc_decode_failed(ans, &err, request_id);
+        }
         return;
     }
     r.audit_extra = json_object();

@@ -32,6 +32,19 @@ size_t wire_repeat_limit(const ProtobufCMessageDescriptor *m, const ProtobufCFie
     return LIM_REPEATED_DEFAULT;
 }
 
+/* A count over its limit is the payload validation of wire.md §11.2 step 12, done early: a
+ * refusal with the `request` detail, as the validator's own would be. Malformed or unknown input
+ * stays a decode error (no detail). */
+static int too_many(struct plm_err *err, const ProtobufCMessageDescriptor *m, const ProtobufCFieldDescriptor *f,
+                    size_t limit)
+{
+    if (!m)
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "more than %u repeated elements in one request",
+                          LIM_DECODE_VALUES_MAX);
+    return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "field \"%s.%s\": more than %zu elements",
+                      m->short_name, f->name, limit);
+}
+
 /* ---- JSON --------------------------------------------------------------------------------- */
 
 struct js {
@@ -175,11 +188,9 @@ static int js_repeated(struct js *j, const ProtobufCMessageDescriptor *owner, co
     }
     for (;;) {
         if (++n > limit)
-            return plm_err_set(j->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "field \"%s.%s\": more than %zu elements",
-                               owner->short_name, f->name, limit);
+            return too_many(j->err, owner, f, limit);
         if (++j->values > LIM_DECODE_VALUES_MAX)
-            return plm_err_set(j->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                               "more than %u repeated elements in one request", LIM_DECODE_VALUES_MAX);
+            return too_many(j->err, NULL, NULL, 0);
         js_ws(j);
         if (j->i >= j->len)
             return js_syntax(j);
@@ -407,12 +418,10 @@ static int pb_message(struct pb *b, const ProtobufCMessageDescriptor *m, const u
         } else {
             size_t limit = wire_repeat_limit(m, f);
             if (idx >= 64 || counts[idx] > limit)
-                return plm_err_set(b->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "field \"%s.%s\": more than %zu elements",
-                                   m->short_name, f->name, limit);
+                return too_many(b->err, m, f, limit);
             b->values += add;
             if (b->values > LIM_DECODE_VALUES_MAX)
-                return plm_err_set(b->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                                   "more than %u repeated elements in one request", LIM_DECODE_VALUES_MAX);
+                return too_many(b->err, NULL, NULL, 0);
         }
         if (f->type == PROTOBUF_C_TYPE_MESSAGE && wt == 2 && pb_message(b, f->descriptor, val, vlen, depth + 1) < 0)
             return -1;

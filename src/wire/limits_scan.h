@@ -12,7 +12,8 @@
  *     is not canonical and was refused after decoding anyway), groups, truncated values.
  * What survives holds at most about LIM_DECODE_VALUES_MAX + LIM_JSON_IGNORED_MAX elements, so
  * the decoders' per-element cost is a constant, and their copies of strings add at most the
- * body's size. Errors are PLM_E_INVALID without a refusal (decode errors carry no detail). */
+ * body's size. A count over a limit is a refusal (PLM_E_INVALID, `request`), as payload validation
+ * is; every other error is a decode error (PLM_E_INVALID, no refusal, so no detail). */
 #pragma once
 #include <protobuf-c/protobuf-c.h>
 #include <stddef.h>

@@ -185,9 +185,9 @@ class HostileBodies(WireCase):
         # quickjs runs no projects: refused as unsupported, i.e. decoded and validated first
         self.assertEqual(body["code"], "unimplemented", body)
         req["project"]["files"].append({"path": "one-more.js", "content": "x"})
-        st, _, data, _ = self.d.call("Run", req, token=token("alice"))
-        self.assertEqual(st, 400)
-        self.assertIn("more than 200 elements", json.loads(data)["message"])
+        # refused while decoding, answered as payload validation is: invalid_argument, `request`
+        body = self.assertRefused(self.d.call("Run", req, token=token("alice")), "invalid_argument", "request", 400)
+        self.assertIn("more than 200 elements", body["message"])
 
 
 class Tricklers:
