@@ -55,6 +55,7 @@ struct gate {
     struct peer *buckets[PEER_BUCKETS];
     struct pending *pend;
     unsigned n_pending;
+    uint64_t accept_paused_until; /* 0: accepting */
     char buf[LIM_HEADER_MAX + 1];
 };
 
@@ -173,8 +174,16 @@ static void on_accept(struct gate *g)
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
         int fd = accept4(g->cfg.listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return; /* EAGAIN, or a transient error (EMFILE...): epoll reports the backlog again */
+        if (fd < 0) {
+            /* Out of descriptors (or another transient failure): the backlog stays readable, so
+             * stop watching it for a moment instead of spinning; expire() resumes it. */
+            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+                struct epoll_event l = {.events = 0, .data.u32 = ID_LISTEN};
+                epoll_ctl(g->ep, EPOLL_CTL_MOD, g->cfg.listen_fd, &l);
+                g->accept_paused_until = clock_mono_ms() + 100;
+            }
+            return;
+        }
         struct peer_key k;
         key_of((struct sockaddr *)&ss, &k);
         if (!peer_acquire(g, &k)) {
@@ -243,6 +252,15 @@ static void on_readable(struct gate *g, unsigned i)
 static int expire(struct gate *g)
 {
     uint64_t now = clock_mono_ms(), next = UINT64_MAX;
+    if (g->accept_paused_until) {
+        if (now >= g->accept_paused_until) {
+            struct epoll_event l = {.events = EPOLLIN, .data.u32 = ID_LISTEN};
+            epoll_ctl(g->ep, EPOLL_CTL_MOD, g->cfg.listen_fd, &l);
+            g->accept_paused_until = 0;
+        } else {
+            next = g->accept_paused_until;
+        }
+    }
     for (unsigned i = 0; i < g->cfg.max_pending && g->n_pending; i++) {
         struct pending *p = &g->pend[i];
         if (p->fd < 0)
