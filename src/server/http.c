@@ -261,6 +261,9 @@ static enum MHD_Result dispatch(struct srv *s, struct MHD_Connection *conn, stru
 {
     struct rpc_answer a = {0};
     release_decode(s, r);
+    /* The body is in: from here the answer is written under the idle timeout, not the body's. */
+    r->body_deadline_ms = 0;
+    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(LIM_IDLE_MS / 1000));
     atomic_fetch_add(&s->active, 1);
     const char *body = r->body.p ? r->body.p : "";
     switch (r->route) {
