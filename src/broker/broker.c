@@ -14,6 +14,7 @@
  * Locking: `mu` guards every mutable field (inflight, budgets, caps, breaker, trace, pool);
  * it is never held across network I/O. `ended` is also an atomic so that libcurl's progress
  * callback can cancel a transfer without the lock. */
+#include "../core/clock.h"
 #include "broker.h"
 
 #include <curl/curl.h>
@@ -68,20 +69,6 @@ static CURLcode curl_init_rc = CURLE_FAILED_INIT;
 static void curl_init(void)
 {
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* ---- replies ------------------------------------------------------------------------- */
@@ -355,7 +342,7 @@ static void trip_locked(struct brk_run *r, long long retry_after_s, bool quota)
         retry_after_s = BRK_RETRY_AFTER_MIN_S;
     if (retry_after_s > BRK_RETRY_AFTER_MAX_S)
         retry_after_s = BRK_RETRY_AFTER_MAX_S;
-    uint64_t now = mono_ms(), until = now + (uint64_t)retry_after_s * 1000u;
+    uint64_t now = clock_mono_ms(), until = now + (uint64_t)retry_after_s * 1000u;
     if (r->open_until_ms <= now)
         r->quota_trip = false; /* a fresh window: only this trip's cause counts */
     if (until > r->open_until_ms)
@@ -503,7 +490,7 @@ static int probe(struct brk_run *r, CURL *h, long long *retry_after)
 static bool breaker_allows(struct brk_run *r, CURL **h)
 {
     pthread_mutex_lock(&r->mu);
-    uint64_t now = mono_ms();
+    uint64_t now = clock_mono_ms();
     if (r->open_until_ms == 0 || now >= r->open_until_ms) {
         r->open_until_ms = 0;
         r->quota_trip = false;
@@ -689,7 +676,7 @@ void brk_call(struct brk_run *r, const char *method, const char *raw_target, con
     long code = 0;
     curl_off_t ra = 0;
     const char *ct = NULL;
-    uint64_t t0 = mono_us();
+    uint64_t t0 = clock_mono_us();
     if (url && h) {
         setup(h, url, body_len > 0 ? r->hdr_body : r->hdr_empty, &x, call_ms, conn_ms);
         bool send_body =
@@ -708,7 +695,7 @@ void brk_call(struct brk_run *r, const char *method, const char *raw_target, con
         curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra);
         curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
     }
-    uint64_t lat = mono_us() - t0;
+    uint64_t lat = clock_mono_us() - t0;
     free(url);
 
     /* 14. failures: a row with Delivered=false, and 502 with none of the upstream's body */

@@ -3,6 +3,7 @@
  * re-checked here because it ends up inside a credential.
  * Invariant: every buffer that held the signing input's signature or the token is wiped before
  * it is freed; the key is only ever read through its brk_secret. */
+#include "../core/base64.h"
 #include "jwt.h"
 
 #include <errno.h>
@@ -15,7 +16,9 @@
 
 #include "text.h"
 
-#define REFUSE(err, ...) plm_err_set(err, 0, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, __VA_ARGS__)
+/* A caller or configuration that cannot have a token is a refusal (nothing ran); the minter's own
+ * faults (randomness, memory, HMAC) are failures, so they are never counted as refusals. */
+#define REFUSE(err, ...) plm_refuse(err, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, __VA_ARGS__)
 
 bool brk_subject_ok(const char *s)
 {
@@ -29,30 +32,12 @@ bool brk_subject_ok(const char *s)
 
 size_t brk_b64url_len(size_t n)
 {
-    return n / 3 * 4 + (n % 3 ? n % 3 + 1 : 0);
+    return b64_encoded_len(n, false);
 }
 
 size_t brk_b64url_encode(const unsigned char *in, size_t n, char *out)
 {
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = a[v >> 18 & 63];
-        out[o++] = a[v >> 12 & 63];
-        out[o++] = a[v >> 6 & 63];
-        out[o++] = a[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        out[o++] = a[v >> 18 & 63];
-        out[o++] = a[v >> 12 & 63];
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
-        out[o++] = a[v >> 18 & 63];
-        out[o++] = a[v >> 12 & 63];
-        out[o++] = a[v >> 6 & 63];
-    }
+    size_t o = b64_encode(in, n, out, B64_URL, false);
     out[o] = '\0';
     return o;
 }
@@ -63,7 +48,7 @@ static void add_b64(struct brk_sbuf *b, const unsigned char *data, size_t n)
     size_t need = brk_b64url_len(n) + 1;
     char *tmp = malloc(need);
     if (!tmp) {
-        b->failed = true;
+        b->b.failed = true;
         return;
     }
     size_t len = brk_b64url_encode(data, n, tmp);
@@ -113,28 +98,28 @@ int brk_jwt_mint(const struct brk_jwt_params *p, struct brk_secret *out, struct 
 
     unsigned char rnd[16];
     if (RAND_bytes(rnd, sizeof rnd) != 1)
-        return REFUSE(err, "grant token: no randomness for the token id");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "grant token: no randomness for the token id");
     char jti[32];
     brk_b64url_encode(rnd, sizeof rnd, jti);
 
     char *claims = claims_json(p, jti);
     if (!claims)
-        return plm_err_set(err, ENOMEM, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, "grant token: out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "grant token: out of memory");
     static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
     struct brk_sbuf b = {0};
     add_b64(&b, (const unsigned char *)header, sizeof header - 1);
     brk_sbuf_add(&b, ".", 1);
     add_b64(&b, (const unsigned char *)claims, strlen(claims));
     free(claims);
-    if (b.failed) {
+    if (b.b.failed) {
         brk_sbuf_done(&b);
-        return plm_err_set(err, ENOMEM, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, "grant token: out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "grant token: out of memory");
     }
     unsigned char mac[EVP_MAX_MD_SIZE];
     unsigned int mac_len = 0;
-    if (!HMAC(EVP_sha256(), p->key->data, (int)p->key->len, (const unsigned char *)b.p, b.len, mac, &mac_len)) {
+    if (!HMAC(EVP_sha256(), p->key->data, (int)p->key->len, (const unsigned char *)b.b.p, b.b.len, mac, &mac_len)) {
         brk_sbuf_done(&b);
-        return REFUSE(err, "grant token: HMAC-SHA256 failed");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "grant token: HMAC-SHA256 failed");
     }
     /* The signature is encoded on the stack and wiped: add_b64's heap scratch is not. The
      * builder grows before it copies, so no freed block ever held the signature. */
@@ -146,12 +131,12 @@ int brk_jwt_mint(const struct brk_jwt_params *p, struct brk_secret *out, struct 
     explicit_bzero(sig, sizeof sig);
     /* The token is a secret from here: wipe the builder's copy whatever happens. */
     int r = -1;
-    if (!b.failed && brk_token_ok(b.p, b.len) && brk_secret_set(out, b.p, b.len) == 0)
+    if (!b.b.failed && brk_token_ok(b.b.p, b.b.len) && brk_secret_set(out, b.b.p, b.b.len) == 0)
         r = 0;
-    if (b.p)
-        explicit_bzero(b.p, b.cap);
+    if (b.b.p)
+        explicit_bzero(b.b.p, b.b.cap);
     brk_sbuf_done(&b);
     if (r < 0)
-        return REFUSE(err, "grant token: the minted token is not a usable bearer token");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "grant token: the minted token is not a usable bearer token");
     return 0;
 }

@@ -3,6 +3,8 @@
  * every malformed sequence (the same strictness as plm_utf8_ok: no overlongs, no surrogates). */
 #include "text.h"
 
+#include "../core/buf.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,41 +128,9 @@ const char *brk_quote(char *out, size_t out_len, const char *s, size_t len)
     return out;
 }
 
-static bool reserve(struct brk_sbuf *b, size_t extra)
-{
-    if (b->failed)
-        return false;
-    size_t need;
-    if (__builtin_add_overflow(b->len, extra, &need) || __builtin_add_overflow(need, 1, &need)) {
-        b->failed = true;
-        return false;
-    }
-    if (need <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < need) {
-        if (__builtin_mul_overflow(cap, 2, &cap)) {
-            b->failed = true;
-            return false;
-        }
-    }
-    char *p = realloc(b->p, cap);
-    if (!p) {
-        b->failed = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
 void brk_sbuf_add(struct brk_sbuf *b, const char *s, size_t len)
 {
-    if (!reserve(b, len))
-        return;
-    memcpy(b->p + b->len, s, len);
-    b->len += len;
-    b->p[b->len] = '\0';
+    plm_buf_add(&b->b, s, len);
 }
 
 void brk_sbuf_str(struct brk_sbuf *b, const char *s)
@@ -191,7 +161,7 @@ void brk_sbuf_js_string(struct brk_sbuf *b, const char *s, size_t len)
         int32_t cp = next_cp(p, len, &i);
         if (cp < 0) {
             /* Not UTF-8: callers validate first; fail closed rather than emit a guess. */
-            b->failed = true;
+            b->b.failed = true;
             return;
         }
         if (cp >= 0x10000) {
@@ -207,21 +177,13 @@ void brk_sbuf_js_string(struct brk_sbuf *b, const char *s, size_t len)
 
 char *brk_sbuf_take(struct brk_sbuf *b)
 {
-    char *p = NULL;
-    if (!b->failed) {
-        if (!b->p)
-            brk_sbuf_add(b, "", 0);
-        if (!b->failed) {
-            p = b->p;
-            b->p = NULL;
-        }
-    }
-    brk_sbuf_done(b);
-    return p;
+    if (!b->b.p)
+        brk_sbuf_add(b, "", 0); /* an empty builder still yields "" */
+    return plm_buf_take(&b->b, NULL);
 }
 
 void brk_sbuf_done(struct brk_sbuf *b)
 {
-    free(b->p);
-    *b = (struct brk_sbuf){0};
+    plm_buf_done(&b->b);
+    b->b.failed = false;
 }

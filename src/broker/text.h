@@ -4,6 +4,7 @@
  * and a brk_sbuf that hit an allocation failure stays failed (every later append is a no-op), so
  * a generator checks once at the end. */
 #pragma once
+#include "../core/buf.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -21,11 +22,10 @@ bool brk_text_ok(const char *s, size_t len, unsigned rules);
  * NUL-terminates (out_len >= 1). Returns out. */
 const char *brk_quote(char *out, size_t out_len, const char *s, size_t len);
 
+/* A string builder: the shared capped buffer (core/buf.h, no cap), NUL-terminated while it has
+ * not failed; after a failure (out of memory, or input that is not UTF-8) it yields NULL. */
 struct brk_sbuf {
-    char *p; /* NUL-terminated while !failed */
-    size_t len;
-    size_t cap;
-    bool failed; /* an allocation failed or a size overflowed */
+    struct plm_buf b;
 };
 void brk_sbuf_add(struct brk_sbuf *b, const char *s, size_t len);
 void brk_sbuf_str(struct brk_sbuf *b, const char *s);

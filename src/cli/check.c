@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../core/base64.h"
 #include "../core/cleanup.h"
 #include "../wire/convert.h"
 #include "cli.h"
@@ -18,53 +19,16 @@ static const char *str_or_empty(const char *s) { return s ? s : ""; }
 
 /* ---- base64, UTF-8, headers ---- */
 
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-') /* standard or URL-safe alphabet (wire.md §7.1: any variant) */
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
-
 int cli_b64_decode(const char *in, size_t len, uint8_t **out, size_t *out_len)
 {
     *out = NULL;
     *out_len = 0;
-    size_t n = len, pad = 0;
-    while (n > 0 && in[n - 1] == '=' && pad < 2) {
-        n--;
-        pad++;
-    }
-    /* Padding, when present, must complete the last quantum; one leftover symbol never can. */
-    if ((pad && (n + pad) % 4 != 0) || n % 4 == 1)
+    cleanup_free uint8_t *buf = malloc(b64_decoded_max(len));
+    size_t bad;
+    /* standard or URL-safe alphabet (wire.md §7.1: any variant) */
+    if (!buf || b64_decode(in, len, B64_ANY_ALPHABET, buf, out_len, &bad) < 0)
         return -1;
-    cleanup_free uint8_t *buf = malloc(n / 4 * 3 + 3);
-    if (!buf)
-        return -1;
-    size_t o = 0;
-    uint32_t acc = 0;
-    unsigned bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_value((unsigned char)in[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf[o++] = (uint8_t)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
     *out = take_ptr(&buf);
-    *out_len = o;
     return 0;
 }
 

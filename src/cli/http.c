@@ -16,6 +16,7 @@
 
 #include <curl/curl.h>
 
+#include "../core/buf.h"
 #include "../core/cleanup.h"
 #include "../core/limits.h"
 #include "cli.h"
@@ -134,8 +135,7 @@ int cli_token_load(const char *token_file, char **out, struct plm_err *err)
 /* ---- the POST ---- */
 
 struct sink {
-    char *data;
-    size_t len, cap;
+    struct plm_buf b; /* capped at the client's response limit (wire.md §5.3) */
     bool overflow;
 };
 
@@ -143,28 +143,12 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     struct sink *s = userdata;
     size_t n = size * nmemb; /* curl guarantees size == 1 */
-    size_t need;
     /* The cap is checked before any allocation; beyond it the transfer is aborted. */
-    if (__builtin_add_overflow(s->len, n, &need) || need > LIM_RESPONSE_MAX) {
+    if (n > LIM_RESPONSE_MAX - s->b.len) {
         s->overflow = true;
         return 0;
     }
-    if (need + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 16384;
-        while (cap < need + 1)
-            cap *= 2;
-        if (cap > LIM_RESPONSE_MAX + 1)
-            cap = LIM_RESPONSE_MAX + 1;
-        char *p = realloc(s->data, cap);
-        if (!p)
-            return 0;
-        s->data = p;
-        s->cap = cap;
-    }
-    memcpy(s->data + s->len, ptr, n);
-    s->len = need;
-    s->data[s->len] = '\0';
-    return n;
+    return plm_buf_add(&s->b, ptr, n) ? n : 0;
 }
 
 static bool header_is(const char *line, size_t len, const char *name, const char **value, size_t *vlen)
@@ -302,7 +286,7 @@ int cli_http_post(const struct cli_conn *c, const char *path, const char *body, 
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
     }
 
-    struct sink sink = {0};
+    struct sink sink = {.b = {.max = LIM_RESPONSE_MAX}};
     char errbuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
@@ -333,7 +317,7 @@ int cli_http_post(const struct cli_conn *c, const char *path, const char *body, 
     if (rc != CURLE_OK) {
         bool never = curl_never_sent(rc);
         curl_easy_cleanup(h);
-        free(sink.data);
+        plm_buf_done(&sink.b);
         double elapsed = ans->elapsed_s;
         cli_http_answer_done(ans);
         ans->elapsed_s = elapsed;
@@ -346,14 +330,16 @@ int cli_http_post(const struct cli_conn *c, const char *path, const char *body, 
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ans->status);
     curl_easy_cleanup(h);
-    if (!sink.data) {
-        sink.data = calloc(1, 1);
-        if (!sink.data) {
+    size_t got_len = sink.b.len;
+    char *got = plm_buf_take(&sink.b, NULL);
+    if (!got) {
+        got = calloc(1, 1);
+        if (!got) {
             cli_http_answer_done(ans);
             return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
         }
     }
-    ans->body = sink.data;
-    ans->body_len = sink.len;
+    ans->body = got;
+    ans->body_len = got_len;
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/io.h"
 #include "../core/cleanup.h"
 #include "../core/limits.h"
 #include "../wire/json_codec.h"
@@ -60,41 +61,6 @@ static int usage_error(const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-/* Reads at most cap bytes from fd; more is an error (never truncated silently). */
-static int read_all(int fd, size_t cap, char **out, size_t *out_len)
-{
-    size_t len = 0, size = 4096;
-    cleanup_free char *buf = malloc(size + 1);
-    if (!buf)
-        return -ENOMEM;
-    for (;;) {
-        if (len == size) {
-            if (size > cap)
-                return -EFBIG;
-            size_t nsize = size * 2 > cap + 1 ? cap + 1 : size * 2;
-            char *p = realloc(buf, nsize + 1);
-            if (!p)
-                return -ENOMEM;
-            buf = p;
-            size = nsize;
-        }
-        ssize_t n = read(fd, buf + len, size - len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len > cap)
-            return -EFBIG;
-    }
-    buf[len] = '\0';
-    *out = take_ptr(&buf);
-    *out_len = len;
-    return 0;
-}
 
 static int load_code(const char *code_arg, const char *path, char **out, size_t *len)
 {
@@ -116,7 +82,7 @@ static int load_code(const char *code_arg, const char *path, char **out, size_t 
             return CLI_EXIT_USAGE;
         }
     }
-    int r = read_all(from_stdin ? STDIN_FILENO : fd, LIM_BODY_MAX, out, len);
+    int r = plm_read_all(from_stdin ? STDIN_FILENO : fd, LIM_BODY_MAX, out, len);
     if (r < 0) {
         fprintf(stderr, "plimsoll run: `%s`: %s\n", from_stdin ? "standard input" : path,
                 r == -EFBIG ? "larger than the daemon's 8 MiB body limit" : strerror(-r));

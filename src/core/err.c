@@ -19,6 +19,42 @@ int plm_err_set(struct plm_err *err, int errnum, enum plm_err_kind kind, enum pl
     return -1;
 }
 
+__attribute__((format(printf, 5, 0))) static void vset(struct plm_err *err, int errnum, enum plm_err_kind kind,
+                                                       enum plm_refusal refusal, const char *fmt, va_list ap)
+{
+    err->errnum = errnum;
+    err->kind = kind;
+    err->refusal = kind == PLM_E_INTERNAL ? PLM_REFUSAL_NONE : refusal;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+}
+
+int plm_refuse(struct plm_err *err, enum plm_err_kind kind, enum plm_refusal why, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vset(err, 0, kind, why, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int plm_fail(struct plm_err *err, int errnum, enum plm_err_kind kind, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vset(err, errnum, kind, PLM_REFUSAL_NONE, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+bool plm_err_is_refusal(const struct plm_err *err)
+{
+    return err && err->refusal != PLM_REFUSAL_NONE && err->kind != PLM_E_INTERNAL;
+}
+
 int plm_err_wrap(struct plm_err *err, const char *fmt, ...)
 {
     if (!err)

@@ -4,6 +4,7 @@
  * execution carries PLM_REFUSAL_NONE. The two never merge: only src/wire maps them to Connect. */
 #pragma once
 #include <stdarg.h>
+#include <stdbool.h>
 
 enum plm_err_kind {
     PLM_E_NONE = 0,
@@ -46,6 +47,15 @@ struct plm_err {
 /* Fills err (if non-NULL) and returns -1, so callers write `return plm_err_set(...)`. */
 int plm_err_set(struct plm_err *err, int errnum, enum plm_err_kind kind, enum plm_refusal refusal,
                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A refusal: provably nothing ran, so the answer carries NotDispatched `why`. An infrastructure
+ * kind (PLM_E_INTERNAL) never claims that: it is stored as a failure whatever `why` says. */
+int plm_refuse(struct plm_err *err, enum plm_err_kind kind, enum plm_refusal why, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A failure: the call may have run, or the infrastructure broke; never marked not dispatched. */
+int plm_fail(struct plm_err *err, int errnum, enum plm_err_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* What counters and audit lines use: the error's own mark and kind, never where it was raised. */
+bool plm_err_is_refusal(const struct plm_err *err);
 /* Prefixes the existing message with "context: ", keeping kind and refusal; returns -1. */
 int plm_err_wrap(struct plm_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void plm_err_clear(struct plm_err *err);

@@ -18,7 +18,7 @@
 struct client {
     char id[128];
     unsigned char token_sha256[32];
-    bool may_run;
+    bool may_run, may_metrics;
 };
 
 struct auth {
@@ -107,6 +107,8 @@ static int load_client(json_t *c, size_t idx, struct client *out, struct plm_err
                 return CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: clients[%zu].scopes: duplicate \"%s\"", idx, s);
         if (strcmp(s, "code:run") == 0 || strcmp(s, "*") == 0)
             out->may_run = true;
+        if (strcmp(s, "metrics") == 0 || strcmp(s, "*") == 0)
+            out->may_metrics = true;
     }
     json_t *paid = json_object_get(c, "paid_seconds_per_day");
     if (paid && !(json_is_integer(paid) && json_integer_value(paid) >= 0))
@@ -237,7 +239,7 @@ int auth_authenticate(const struct auth *a, const char *header, unsigned n_heade
 {
     memset(p, 0, sizeof *p);
     if (a->mode == AUTH_OPEN) {
-        p->may_run = true; /* the wildcard principal of dev mode */
+        p->may_run = p->may_metrics = true; /* the wildcard principal of dev mode */
         return 0;
     }
     const char *tok;
@@ -252,7 +254,7 @@ int auth_authenticate(const struct auth *a, const char *header, unsigned n_heade
         if (!same)
             return UNAUTH(err, "invalid or expired token");
         snprintf(p->id, sizeof p->id, "static");
-        p->may_run = true;
+        p->may_run = p->may_metrics = true; /* one shared token: the operator's */
         return 0;
     }
     /* Scan every client so the time taken does not say where a digest matched. */
@@ -265,6 +267,7 @@ int auth_authenticate(const struct auth *a, const char *header, unsigned n_heade
         return UNAUTH(err, "invalid or expired token");
     snprintf(p->id, sizeof p->id, "%s", hit->id);
     p->may_run = hit->may_run;
+    p->may_metrics = hit->may_metrics;
     return 0;
 }
 

@@ -12,6 +12,7 @@ enum auth_mode { AUTH_OPEN, AUTH_TOKEN, AUTH_CLIENTS };
 struct principal {
     char id[128];  /* "" in open dev mode, "static" for the shared token */
     bool may_run;  /* holds code:run or the wildcard scope */
+    bool may_metrics; /* holds metrics or the wildcard scope; the shared token and dev mode do */
 };
 
 struct auth;

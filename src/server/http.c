@@ -16,20 +16,25 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../core/buf.h"
+#include "../core/clock.h"
 #include "../core/limits.h"
 #include "../wire/connect_error.h"
+#include "gate.h"
 #include "metrics.h"
 #include "server.h"
+#include "slots.h"
 
 #define RPC_PREFIX "/plimsoll.v1.SandboxService/"
 
 struct srv {
     struct MHD_Daemon *mhd;
     struct MHD_Daemon *metrics;
+    struct gate *gate, *metrics_gate; /* each listener's front door (gate.h) */
     struct srv_config cfg;
     uint16_t port, metrics_port;
-    atomic_uint decoding; /* requests holding a decode slot */
-    atomic_uint active;   /* requests inside a procedure handler */
+    struct slots decode; /* decode slots, global and per caller */
+    atomic_uint active;  /* requests inside a procedure handler */
 };
 
 enum route { R_NONE, R_RUN, R_DESCRIBE, R_SESSION, R_HEALTHZ, R_READYZ };
@@ -39,10 +44,11 @@ struct req {
     enum route route;
     enum rpc_fmt fmt;
     struct principal who;
-    char *body;
-    size_t len, cap;
+    struct plm_buf body; /* capped at LIM_BODY_MAX */
+    size_t declared; /* Content-Length, 0 when absent: the body buffer is sized once from it */
     bool holds_decode_slot;
     bool answered;
+    uint64_t body_deadline_ms; /* the whole body must arrive by then (wire.md §18: 30 s) */
 };
 
 static int header_count_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -97,6 +103,9 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, struct req *r, u
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", ctype);
+    /* One request per connection: every request head passes the gate's strict check, and a
+     * kept-alive connection would carry its next head past it. */
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     if (r->request_id[0])
         MHD_add_response_header(resp, "Plimsoll-Request-Id", r->request_id);
     if (not_dispatched)
@@ -208,20 +217,27 @@ static enum MHD_Result first_call(struct srv *s, struct MHD_Connection *conn, st
         if (errno || *end || end == cl || v > LIM_BODY_MAX)
             return send_pre_handler(conn, r, 0, "invalid_argument", "request body exceeds 8 MiB",
                                     PLM_REFUSAL_REQUEST, "request");
+        r->declared = (size_t)v;
     }
     if (content_format(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE), &r->fmt) < 0)
         return send_pre_handler(conn, r, 415, "invalid_argument",
                                 "content type must be application/json or application/proto", PLM_REFUSAL_NONE,
                                 "request");
-    /* Bodies held at once are bounded; beyond that shed instead of buffering without limit. */
-    unsigned now = atomic_fetch_add(&s->decoding, 1);
-    if (now >= s->cfg.max_decode) {
-        atomic_fetch_sub(&s->decoding, 1);
+    /* Bodies held at once are bounded, and so are one caller's: beyond that shed instead of
+     * buffering without limit or letting one caller's slow bodies hold every slot. */
+    enum slots_verdict v = slots_acquire(&s->decode, r->who.id);
+    if (v != SLOTS_OK) {
         metrics_shed("decode");
-        return send_pre_handler(conn, r, 0, "resource_exhausted", "RPC decode capacity exhausted, retry shortly",
+        return send_pre_handler(conn, r, 0, "resource_exhausted",
+                                v == SLOTS_FULL ? "RPC decode capacity exhausted, retry shortly"
+                                                : "per-caller RPC decode limit reached, retry shortly",
                                 PLM_REFUSAL_CAPACITY, "capacity");
     }
     r->holds_decode_slot = true;
+    /* The body read is bounded in total, not per byte: MHD's idle timeout restarts on every
+     * byte, so it is re-armed to what is left of the deadline on every chunk (on_request). */
+    r->body_deadline_ms = clock_mono_ms() + LIM_BODY_READ_MS;
+    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(LIM_BODY_READ_MS / 1000));
     return MHD_YES;
 }
 
@@ -229,42 +245,30 @@ static void release_decode(struct srv *s, struct req *r)
 {
     if (r->holds_decode_slot) {
         r->holds_decode_slot = false;
-        atomic_fetch_sub(&s->decoding, 1);
+        slots_release(&s->decode, r->who.id);
     }
 }
 
 static int append_body(struct req *r, const char *data, size_t n)
 {
-    size_t need;
-    if (__builtin_add_overflow(r->len, n, &need) || need > LIM_BODY_MAX)
+    /* One allocation of the declared size (no doubling, no copy); growth only for chunked. */
+    if (r->body.len == 0 && r->declared && !plm_buf_reserve(&r->body, r->declared))
         return -1;
-    if (need + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 4096;
-        while (cap < need + 1)
-            cap *= 2;
-        if (cap > LIM_BODY_MAX + 1)
-            cap = LIM_BODY_MAX + 1;
-        char *b = realloc(r->body, cap);
-        if (!b)
-            return -1;
-        r->body = b;
-        r->cap = cap;
-    }
-    memcpy(r->body + r->len, data, n);
-    r->len = need;
-    r->body[r->len] = 0;
-    return 0;
+    return plm_buf_add(&r->body, data, n) ? 0 : -1;
 }
 
 static enum MHD_Result dispatch(struct srv *s, struct MHD_Connection *conn, struct req *r)
 {
     struct rpc_answer a = {0};
     release_decode(s, r);
+    /* The body is in: from here the answer is written under the idle timeout, not the body's. */
+    r->body_deadline_ms = 0;
+    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(LIM_IDLE_MS / 1000));
     atomic_fetch_add(&s->active, 1);
-    const char *body = r->body ? r->body : "";
+    const char *body = r->body.p ? r->body.p : "";
     switch (r->route) {
-    case R_RUN: rpc_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->len, &a); break;
-    case R_DESCRIBE: rpc_describe(&s->cfg.env, r->fmt, body, r->len, r->request_id, &a); break;
+    case R_RUN: rpc_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
+    case R_DESCRIBE: rpc_describe(&s->cfg.env, r->fmt, body, r->body.len, r->request_id, &a); break;
     default: rpc_session_unsupported(&a, r->request_id); break;
     }
     atomic_fetch_sub(&s->active, 1);
@@ -282,6 +286,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!r)
             return MHD_NO;
         *con_cls = r;
+        r->body.max = LIM_BODY_MAX;
         read_request_id(conn, r);
         r->route = route_of(method, url);
         return first_call(s, conn, r, method);
@@ -289,6 +294,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (r->answered) {
         *upload_size = 0; /* an early refusal: discard whatever body still arrives */
         return MHD_YES;
+    }
+    if (r->body_deadline_ms) {
+        uint64_t now = clock_mono_ms();
+        if (now >= r->body_deadline_ms)
+            return MHD_NO; /* the body took longer than 30 s in total: close */
+        unsigned left = (unsigned)((r->body_deadline_ms - now + 999) / 1000);
+        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, left);
     }
     if (*upload_size) {
         if (append_body(r, upload, *upload_size) < 0) {
@@ -313,7 +325,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     release_decode(s, r);
-    free(r->body);
+    plm_buf_done(&r->body);
     free(r);
     *con_cls = NULL;
 }
@@ -388,52 +400,75 @@ static uint16_t bound_port(int fd)
                                           : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
-static struct MHD_Daemon *start_mhd(int fd, unsigned max_conn, MHD_AccessHandlerCallback h, void *cls,
+static struct MHD_Daemon *start_mhd(struct gate *g, unsigned max_conn, MHD_AccessHandlerCallback h, void *cls,
                                     MHD_RequestCompletedCallback done)
 {
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
-    return MHD_start_daemon(flags, 0, NULL, NULL, h, cls, MHD_OPTION_LISTEN_SOCKET, fd,
-                            MHD_OPTION_CONNECTION_LIMIT, max_conn,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+    /* No listening socket of its own: the gate accepts and hands over checked connections. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
+                     MHD_USE_NO_LISTEN_SOCKET;
+    return MHD_start_daemon(flags, 0, NULL, NULL, h, cls, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(LIM_IDLE_MS / 1000),
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(2 * LIM_HEADER_MAX),
-                            MHD_OPTION_NOTIFY_COMPLETED, done, cls, MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, done, cls,
+                            MHD_OPTION_NOTIFY_CONNECTION, gate_notify_connection, g, MHD_OPTION_END);
+}
+
+/* A listener: its socket, its gate, then the MHD daemon behind the gate. */
+static int start_listener(const char *var, const char *addr, unsigned max_conn, unsigned per_peer,
+                          MHD_AccessHandlerCallback h, void *cls, MHD_RequestCompletedCallback done,
+                          struct gate **gate_out, struct MHD_Daemon **mhd_out, uint16_t *port, struct plm_err *err)
+{
+    int fd = srv_listen(var, addr, err);
+    if (fd < 0)
+        return -1;
+    *port = bound_port(fd);
+    struct gate_config gc = {.listen_fd = fd, .max_pending = LIM_PENDING_CONNECTIONS, .per_peer = per_peer,
+                             .name = var};
+    struct gate *g = gate_new(&gc, err);
+    if (!g) {
+        close(fd);
+        return -1;
+    }
+    struct MHD_Daemon *mhd = h ? start_mhd(g, max_conn, h, cls, done) : metrics_start(g, cls);
+    if (!mhd) {
+        gate_free(g);
+        return plm_fail(err, 0, PLM_E_INTERNAL, "%s=%s: cannot start the HTTP server", var, addr);
+    }
+    if (gate_run(g, mhd, err) < 0) {
+        MHD_stop_daemon(mhd);
+        gate_free(g);
+        return -1;
+    }
+    *gate_out = g;
+    *mhd_out = mhd;
+    return 0;
 }
 
 struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
 {
     struct srv *s = calloc(1, sizeof *s);
     if (!s) {
-        plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, 12, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     s->cfg = *cfg;
-    int fd = srv_listen("PLIMSOLL_ADDR", cfg->addr, err);
-    if (fd < 0) {
+    unsigned per_peer = cfg->per_peer ? cfg->per_peer : LIM_CONN_PER_PEER;
+    if (slots_init(&s->decode, cfg->max_decode, cfg->max_decode_per_caller ? cfg->max_decode_per_caller
+                                                                           : (cfg->max_decode + 1) / 2) < 0) {
         free(s);
+        plm_fail(err, 12, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
-    s->port = bound_port(fd);
-    s->mhd = start_mhd(fd, cfg->max_connections, on_request, s, on_completed);
-    if (!s->mhd) {
-        close(fd);
-        free(s);
-        plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "PLIMSOLL_ADDR=%s: cannot start the HTTP server", cfg->addr);
+    if (start_listener("PLIMSOLL_ADDR", cfg->addr, cfg->max_connections, per_peer, on_request, s, on_completed,
+                       &s->gate, &s->mhd, &s->port, err) < 0) {
+        srv_free(s);
         return NULL;
     }
-    if (cfg->metrics_addr && *cfg->metrics_addr && strcmp(cfg->metrics_addr, "off") != 0) {
-        int mfd = srv_listen("PLIMSOLL_METRICS_ADDR", cfg->metrics_addr, err);
-        if (mfd < 0) {
-            srv_free(s);
-            return NULL;
-        }
-        s->metrics_port = bound_port(mfd);
-        s->metrics = metrics_start(mfd, &s->cfg.env);
-        if (!s->metrics) {
-            close(mfd);
-            srv_free(s);
-            plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "PLIMSOLL_METRICS_ADDR=%s: cannot start", cfg->metrics_addr);
-            return NULL;
-        }
+    if (cfg->metrics_addr && *cfg->metrics_addr && strcmp(cfg->metrics_addr, "off") != 0 &&
+        start_listener("PLIMSOLL_METRICS_ADDR", cfg->metrics_addr, 0, LIM_METRICS_PER_PEER, NULL, &s->cfg,
+                       NULL, &s->metrics_gate, &s->metrics, &s->metrics_port, err) < 0) {
+        srv_free(s);
+        return NULL;
     }
     return s;
 }
@@ -444,20 +479,22 @@ unsigned srv_active(const struct srv *s) { return atomic_load(&((struct srv *)s)
 
 void srv_quiesce(struct srv *s)
 {
-    if (s && s->mhd) {
-        MHD_socket fd = MHD_quiesce_daemon(s->mhd);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
-    }
+    if (s)
+        gate_stop(s->gate); /* no new connections; those inside MHD go on */
 }
 
 void srv_free(struct srv *s)
 {
     if (!s)
         return;
+    gate_stop(s->gate);
+    gate_stop(s->metrics_gate);
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
     if (s->metrics)
         MHD_stop_daemon(s->metrics);
+    gate_free(s->gate);
+    gate_free(s->metrics_gate);
+    slots_fini(&s->decode);
     free(s);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../broker/profiles.h"
@@ -14,6 +15,7 @@
 
 static atomic_uint_fast64_t shed_decode;
 static const struct rpc_env *metrics_env;
+static const struct auth *metrics_auth;
 
 void metrics_shed(const char *reason)
 {
@@ -63,6 +65,35 @@ static char *append_host_calls(char *body, const struct brk_profiles *ps, const 
     return out;
 }
 
+static enum MHD_Result count_authz(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0)
+        (*(unsigned *)cls)++;
+    return MHD_YES;
+}
+
+/* The series hold every grant profile's name and every caller's counts: the scrape needs a
+ * bearer with the `metrics` scope (clients file), the shared token, or dev mode. NULL: allowed. */
+static const char *refuse_scrape(struct MHD_Connection *conn, unsigned *status)
+{
+    unsigned n = 0;
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_authz, &n);
+    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    struct principal who;
+    struct plm_err err;
+    if (auth_authenticate(metrics_auth, n == 1 ? h : NULL, n, &who, &err) < 0) {
+        *status = 401;
+        return "unauthenticated: /metrics needs a bearer token with the metrics scope\n";
+    }
+    if (!who.may_metrics) {
+        *status = 403;
+        return "permission denied: token lacks scope \"metrics\"\n";
+    }
+    return NULL;
+}
+
 static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -70,9 +101,12 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *conn, const 
     const struct rpc_env *env = metrics_env;
     unsigned status = 200;
     char *body = NULL;
+    const char *refused = NULL;
     if (strcmp(url, "/metrics") != 0 || strcmp(method, "GET") != 0) {
         status = 404;
         body = strdup("not found\n");
+    } else if ((refused = refuse_scrape(conn, &status))) {
+        body = strdup(refused);
     } else {
         const struct rpc_counters *c = env->counters;
         if (asprintf(&body,
@@ -103,15 +137,21 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *conn, const 
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return rc;
 }
 
-struct MHD_Daemon *metrics_start(int listen_fd, const struct rpc_env *env)
+struct MHD_Daemon *metrics_start(struct gate *g, const struct srv_config *cfg)
 {
-    metrics_env = env;
-    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, on_metrics, NULL,
-                            MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    metrics_env = &cfg->env;
+    metrics_auth = cfg->auth;
+    /* Behind its own gate: connections arrive with a complete, checked head, and a GET has no
+     * body, so the one polling thread answers each at once; the gate's per-peer cap keeps one
+     * address from filling the 16 connections. */
+    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET,
+                            0, NULL, NULL, on_metrics, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                            MHD_OPTION_NOTIFY_CONNECTION, gate_notify_connection, g, MHD_OPTION_END);
 }

@@ -14,7 +14,9 @@ struct srv_config {
     struct auth *auth;
     struct rpc_env env;
     unsigned max_decode;      /* requests whose bodies are held at once (2 x max concurrent) */
-    unsigned max_connections;
+    unsigned max_decode_per_caller; /* of those, one caller's; 0: half of max_decode */
+    unsigned max_connections; /* connections inside MHD (complete heads) */
+    unsigned per_peer;        /* connections per peer address; 0: LIM_CONN_PER_PEER */
 };
 
 struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err);

@@ -1,6 +1,7 @@
 /* connect_error.c: Connect error bodies (wire.md §7). The one place plm_err kinds become codes.
  * Invariant: a NotDispatched detail is attached iff the error is a refusal; its value is the
  * binary protobuf (tag 0x08, reason varint) in unpadded standard base64, as connect-go writes it. */
+#include "../core/base64.h"
 #include "connect_error.h"
 
 #include <jansson.h>
@@ -60,9 +61,9 @@ char *wire_connect_error_json(const char *code, const char *message, enum plm_re
     json_object_set_new(o, "message", msg ? msg : json_string("(message not valid UTF-8)"));
     if (refusal != PLM_REFUSAL_NONE) {
         /* two bytes 08 <reason>: base64 of 16 bits is 3 characters, unpadded */
-        static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        unsigned v = (0x08u << 8) | ((unsigned)refusal & 0x7f);
-        char val[4] = {b64[(v >> 10) & 63], b64[(v >> 4) & 63], b64[(v << 2) & 63], 0};
+        const uint8_t raw[2] = {0x08, (uint8_t)((unsigned)refusal & 0x7f)};
+        char val[4] = {0};
+        b64_encode(raw, sizeof raw, val, B64_STD, false);
         json_t *detail = json_object();
         json_object_set_new(detail, "type", json_string("plimsoll.v1.NotDispatched"));
         json_object_set_new(detail, "value", json_string(val));

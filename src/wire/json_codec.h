@@ -20,6 +20,11 @@
 ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
                                    struct plm_err *err);
 
+/* The same, with every part of the message taken from alloc (NULL: the heap). With an arena's
+ * allocator the caller releases the message by releasing the arena. */
+ProtobufCMessage *wire_json_decode_with(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
+                                        ProtobufCAllocator *alloc, struct plm_err *err);
+
 /* Serialises msg as compact proto3 JSON: lowerCamelCase names, zero values omitted (oneof
  * members emitted when set even if zero-valued), int64/uint64 as decimal strings, enums by name
  * (unknown numbers as numbers), bytes as padded standard base64, doubles shortest round-trip with

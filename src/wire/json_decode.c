@@ -25,16 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/base64.h"
 #include "../core/cleanup.h"
 #include "../core/limits.h"
 #include "json_internal.h"
-
-static void msg_freep(ProtobufCMessage **m)
-{
-    if (*m)
-        protobuf_c_message_free_unpacked(*m, NULL);
-}
-#define cleanup_msg __attribute__((cleanup(msg_freep)))
 
 /* ---------------------------------------------------------------------------------------------
  * Decoding */
@@ -43,6 +37,7 @@ static void msg_freep(ProtobufCMessage **m)
  * ("path" -> "files[1].path" -> "project.files[1].path"), so a success costs nothing. Messages
  * name fields from the descriptors only and never echo input text, which may be anything. */
 struct dec {
+    ProtobufCAllocator *alloc; /* NULL: the heap */
     bool oom;
     char path[224];
     char why[160];
@@ -55,6 +50,19 @@ __attribute__((format(printf, 2, 3))) static int dec_fail(struct dec *d, const c
     vsnprintf(d->why, sizeof d->why, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+static void *dec_alloc(struct dec *d, size_t n)
+{
+    return d->alloc ? d->alloc->alloc(d->alloc->allocator_data, n) : malloc(n);
+}
+
+static void dec_free(struct dec *d, void *p)
+{
+    if (d->alloc)
+        d->alloc->free(d->alloc->allocator_data, p);
+    else
+        free(p);
 }
 
 static int dec_oom(struct dec *d)
@@ -222,21 +230,6 @@ static int get_double(const json_t *v, double *out, struct dec *d)
     return 0;
 }
 
-static int b64_index(unsigned char c, bool url)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == (url ? '-' : '+'))
-        return 62;
-    if (c == (url ? '_' : '/'))
-        return 63;
-    return -1;
-}
-
 /* Standard or URL-safe base64, padded or not, as protojson reads it: the URL alphabet when '-'
  * or '_' occurs (so mixing the two alphabets fails), '=' only as padding of a length that is a
  * multiple of 4. Whitespace and newlines are refused (Go's decoder would skip \r and \n). */
@@ -244,47 +237,26 @@ static int get_bytes(const json_t *v, ProtobufCBinaryData *out, struct dec *d)
 {
     if (!json_is_string(v))
         return dec_fail(d, "expected a base64 string");
-    const unsigned char *s = (const unsigned char *)json_string_value(v);
-    size_t n = json_string_length(v), pad = 0;
-    bool url = memchr(s, '-', n) || memchr(s, '_', n);
-    while (pad < 2 && pad < n && s[n - 1 - pad] == '=')
-        pad++;
-    size_t m = n - pad;
-    if ((pad && n % 4 != 0) || m % 4 == 1)
-        return dec_fail(d, "invalid base64 length");
-    size_t out_len = m / 4 * 3 + (m % 4 ? m % 4 - 1 : 0);
-    if (out_len == 0) {
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v), len, bad;
+    if (n == 0) {
         *out = (ProtobufCBinaryData){ 0, NULL };
         return 0;
     }
-    uint8_t *buf = malloc(out_len);
+    uint8_t *buf = dec_alloc(d, b64_decoded_max(n));
     if (!buf)
         return dec_oom(d);
-    size_t o = 0;
-    uint32_t acc = 0;
-    for (size_t i = 0; i < m; i++) {
-        int x = b64_index(s[i], url);
-        if (x < 0) {
-            free(buf);
-            return dec_fail(d, "invalid base64 character at offset %zu", i);
-        }
-        acc = acc << 6 | (uint32_t)x;
-        if (i % 4 == 3) {
-            buf[o++] = (uint8_t)(acc >> 16);
-            buf[o++] = (uint8_t)(acc >> 8);
-            buf[o++] = (uint8_t)acc;
-            acc = 0;
-        }
+    if (b64_decode(s, n, B64_ONE_ALPHABET, buf, &len, &bad) < 0) {
+        dec_free(d, buf);
+        if (bad == SIZE_MAX)
+            return dec_fail(d, "invalid base64 length");
+        return dec_fail(d, "invalid base64 character at offset %zu", bad);
     }
-    /* A tail of 2 or 3 characters carries 1 or 2 bytes; leftover low bits are ignored, as Go's
-     * non-strict decoder does. */
-    if (m % 4 == 2) {
-        buf[o++] = (uint8_t)(acc >> 4);
-    } else if (m % 4 == 3) {
-        buf[o++] = (uint8_t)(acc >> 10);
-        buf[o++] = (uint8_t)(acc >> 2);
+    if (len == 0) { /* "==" and the like: no bytes */
+        dec_free(d, buf);
+        buf = NULL;
     }
-    *out = (ProtobufCBinaryData){ out_len, buf };
+    *out = (ProtobufCBinaryData){ len, buf };
     return 0;
 }
 
@@ -303,7 +275,7 @@ static int get_string(const json_t *v, const ProtobufCFieldDescriptor *f, char *
         *out = (char *)def;
         return 0;
     }
-    char *s = malloc(n + 1);
+    char *s = dec_alloc(d, n + 1);
     if (!s)
         return dec_oom(d);
     memcpy(s, json_string_value(v), n + 1);
@@ -403,11 +375,13 @@ static int decode_repeated(ProtobufCMessage *m, const ProtobufCFieldDescriptor *
     size_t n = json_array_size(v), size = kind_size[kind_of(f->type)];
     if (n == 0)
         return 0;
-    char *arr = calloc(n, size); /* n <= input length, and calloc checks n * size */
+    size_t bytes;
+    char *arr = __builtin_mul_overflow(n, size, &bytes) ? NULL : dec_alloc(d, bytes);
     if (!arr) {
         dec_oom(d);
         return dec_locate(d, f, false, 0);
     }
+    memset(arr, 0, bytes); /* zeroed slots are NULL, which free_unpacked skips */
     *(void **)FIELD_PTR(m, f->offset) = arr;
     *(size_t *)FIELD_PTR(m, f->quantifier_offset) = n;
     for (size_t i = 0; i < n; i++) {
@@ -485,7 +459,7 @@ static ProtobufCMessage *decode_message(const ProtobufCMessageDescriptor *desc, 
         dec_fail(d, "nested deeper than %d", LIM_JSON_DEPTH);
         return NULL;
     }
-    cleanup_msg ProtobufCMessage *m = malloc(desc->sizeof_message);
+    ProtobufCMessage *m = dec_alloc(d, desc->sizeof_message);
     if (!m) {
         dec_oom(d);
         return NULL;
@@ -494,17 +468,18 @@ static ProtobufCMessage *decode_message(const ProtobufCMessageDescriptor *desc, 
     for (unsigned i = 0; i < desc->n_fields; i++) {
         const ProtobufCFieldDescriptor *f = &desc->fields[i];
         json_t *v;
-        if (lookup(obj, f, &v, d) < 0) {
+        int rc = lookup(obj, f, &v, d);
+        if (rc < 0)
             dec_locate(d, f, false, 0);
+        /* null is the zero value; for a oneof member it sets nothing, as in protojson */
+        else if (v && !json_is_null(v))
+            rc = decode_field(m, f, v, depth, d);
+        if (rc < 0) {
+            protobuf_c_message_free_unpacked(m, d->alloc);
             return NULL;
         }
-        /* null is the zero value; for a oneof member it sets nothing, as in protojson */
-        if (!v || json_is_null(v))
-            continue;
-        if (decode_field(m, f, v, depth, d) < 0)
-            return NULL;
     }
-    return take_ptr(&m);
+    return m;
 }
 
 static bool is_exponent(char c) { return c == 'e' || c == 'E'; }
@@ -589,6 +564,12 @@ static const char *json_error_text(enum json_error_code c)
 ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const char *json,
                                    size_t len, struct plm_err *err)
 {
+    return wire_json_decode_with(desc, json, len, NULL, err);
+}
+
+ProtobufCMessage *wire_json_decode_with(const ProtobufCMessageDescriptor *desc, const char *json,
+                                        size_t len, ProtobufCAllocator *alloc, struct plm_err *err)
+{
     /* The largest text any caller reads is a client's response cap (§5.3); requests are capped
      * lower before they get here. Checked before anything is allocated. */
     if (len > LIM_RESPONSE_MAX) {
@@ -629,7 +610,7 @@ ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const
         plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "JSON: top level is not an object");
         return NULL;
     }
-    struct dec d = { 0 };
+    struct dec d = { .alloc = alloc };
     ProtobufCMessage *m = decode_message(desc, root, 1, &d);
     if (!m) {
         if (d.oom)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/base64.h"
 #include "../core/cleanup.h"
 #include "../core/limits.h"
 #include "json_internal.h"
@@ -137,7 +138,6 @@ static void put_string(struct out *o, const char *str, size_t n)
 
 static void put_base64(struct out *o, const uint8_t *s, size_t n)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t groups = n / 3 + (n % 3 != 0), total;
     if (__builtin_mul_overflow(groups, 4, &total) || __builtin_add_overflow(total, 2, &total)) {
         o->oom = true;
@@ -147,22 +147,7 @@ static void put_base64(struct out *o, const uint8_t *s, size_t n)
         return;
     char *p = o->p + o->len;
     *p++ = '"';
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-        *p++ = tab[v >> 18];
-        *p++ = tab[(v >> 12) & 63];
-        *p++ = tab[(v >> 6) & 63];
-        *p++ = tab[v & 63];
-    }
-    if (n - i) { /* one or two bytes left: two or three characters, then padding */
-        bool two = n - i == 2;
-        uint32_t v = (uint32_t)s[i] << 16 | (two ? (uint32_t)s[i + 1] << 8 : 0);
-        *p++ = tab[v >> 18];
-        *p++ = tab[(v >> 12) & 63];
-        *p++ = two ? tab[(v >> 6) & 63] : '=';
-        *p++ = '=';
-    }
+    p += b64_encode(s, n, p, B64_STD, true);
     *p++ = '"';
     o->len = (size_t)(p - o->p);
 }

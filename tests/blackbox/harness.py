@@ -144,8 +144,10 @@ class Daemon:
         status, hdrs, data = self.request("POST", PROC + procedure, body, headers)
         return status, hdrs, data, headers.get("Plimsoll-Request-Id")
 
-    def metrics(self):
-        status, _, data = self.request("GET", "/metrics", port=self.metrics_port)
+    def metrics(self, token=None):
+        """The scrape; a daemon with authentication needs a token with the metrics scope."""
+        headers = {"Authorization": "Bearer " + token} if token else None
+        status, _, data = self.request("GET", "/metrics", port=self.metrics_port, headers=headers)
         assert status == 200
         out = {}
         for line in data.decode().splitlines():

@@ -26,7 +26,8 @@ class Grants(WireCase):
         cls.grants = os.path.join(cls.tmp, "grants.json")
         with open(cls.clients, "w") as f:
             json.dump({"clients": [{"id": "alice", "token_sha256": sha("alice-tok"), "scopes": ["code:run"]},
-                                   {"id": "bob", "token_sha256": sha("bob-tok"), "scopes": ["code:run"]}]}, f)
+                                   {"id": "bob", "token_sha256": sha("bob-tok"), "scopes": ["code:run"]},
+                                   {"id": "prom", "token_sha256": sha("prom-tok"), "scopes": ["metrics"]}]}, f)
         with open(cls.grants, "w") as f:
             json.dump({"profiles": {"items": {
                 "base_url": "http://127.0.0.1:%d" % cls.up.port,
@@ -96,7 +97,7 @@ class Grants(WireCase):
     def test_budget(self):
         n0 = len(self.up.seen)
         key = 'plimsoll_host_calls_total{profile="items",verdict="%s"}'
-        m0 = self.d.metrics()
+        m0 = self.d.metrics("prom-tok")
         code = ('(async () => { let ok = 0, no = 0; for (let i = 0; i < 8; i++) {'
                 ' try { await host.get("/v1/items/" + i); ok++ } catch (e) { no++ } }'
                 ' console.log(ok, no) })()')
@@ -104,7 +105,7 @@ class Grants(WireCase):
         import base64
         self.assertEqual(base64.b64decode(json.loads(data)["javascript"]["stdout"]), b"5 3\n")
         self.assertEqual(len(self.up.seen) - n0, 5)
-        m1 = self.d.metrics()
+        m1 = self.d.metrics("prom-tok")
         self.assertEqual(m1[key % "allowed"] - m0[key % "allowed"], 5)
         self.assertEqual(m1[key % "denied"] - m0[key % "denied"], 3)
         self.assertIn('plimsoll_host_calls_total{profile="bulk",verdict="shed"}', m1)

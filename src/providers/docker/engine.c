@@ -16,21 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../core/buf.h"
 #include "internal.h"
-
-int64_t dock_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t dock_unix_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int dock_random(void *buf, size_t n)
 {
@@ -88,8 +75,7 @@ static CURL *handle(const struct dock_engine *e, long timeout_ms)
 }
 
 struct sink {
-    struct dock_reply *r;
-    size_t max;
+    struct plm_buf b; /* capped at the call's reply_max */
     bool over;
 };
 
@@ -97,18 +83,11 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
     struct sink *s = ud;
     size_t len = size * n;
-    if (len > s->max - s->r->len) {
+    if (s->b.max && len > s->b.max - s->b.len) {
         s->over = true;
         return 0; /* aborts the transfer: a reply past its cap is never buffered */
     }
-    char *q = realloc(s->r->body, s->r->len + len + 1);
-    if (!q)
-        return 0;
-    memcpy(q + s->r->len, p, len);
-    s->r->body = q;
-    s->r->len += len;
-    q[s->r->len] = 0;
-    return len;
+    return plm_buf_add(&s->b, p, len) ? len : 0;
 }
 
 int dock_call(const struct dock_engine *e, const char *method, const char *path, const char *json_body, long timeout_ms,
@@ -120,7 +99,7 @@ int dock_call(const struct dock_engine *e, const char *method, const char *path,
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "curl_easy_init failed");
     char url[1200];
     snprintf(url, sizeof url, "http://docker%s", path);
-    struct sink s = {.r = out, .max = reply_max};
+    struct sink s = {.b = {.max = reply_max}};
     struct curl_slist *hdrs = NULL;
     hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Expect:");
@@ -140,6 +119,10 @@ int dock_call(const struct dock_engine *e, const char *method, const char *path,
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(c);
+    out->len = s.b.len;
+    out->body = plm_buf_take(&s.b, NULL); /* NULL when nothing came (or after a failure) */
+    if (!out->body)
+        out->len = 0;
     if (s.over) {
         dock_reply_done(out);
         return plm_err_set(err, EMSGSIZE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "%s %s: dockerd's reply exceeds %zu bytes",

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../core/clock.h"
 #include "../../core/err.h"
 #include "../../core/evidence.h"
 #include "../../core/provider.h"
@@ -38,8 +39,8 @@
 
 enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1 };
 
-int64_t dock_mono_ms(void);
-int64_t dock_unix_ms(void);
+static inline int64_t dock_mono_ms(void) { return (int64_t)clock_mono_ms(); }
+static inline int64_t dock_unix_ms(void) { return clock_unix_ms(); }
 /* n random bytes from getrandom(); -1 when the kernel cannot supply them. */
 int dock_random(void *buf, size_t n);
 void dock_hex(const uint8_t *p, size_t n, char *out);
