@@ -48,6 +48,9 @@ static void entry_free(struct sreg_session *s)
     pthread_cond_destroy(&s->turn_cv);
     free(s->caller);
     free(s->owner);
+    for (size_t i = 0; i < s->n_rule_ids; i++)
+        free(s->rule_ids[i]);
+    free(s->rule_ids);
     free(s);
 }
 
@@ -531,4 +534,12 @@ void *sreg_take_handle(struct sreg *r, struct sreg_session *s)
     s->handle = NULL;
     pthread_mutex_unlock(&r->mu);
     return h;
+}
+
+bool sreg_is_claimed(struct sreg *r, struct sreg_session *s)
+{
+    pthread_mutex_lock(&r->mu);
+    bool v = s->claimed;
+    pthread_mutex_unlock(&r->mu);
+    return v;
 }

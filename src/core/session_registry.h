@@ -12,24 +12,10 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "session_end.h"
 #include "record.h"
 #include "tier.h"
 
-/* Numbers equal plimsoll.v1.SessionEnd. */
-enum plm_session_end {
-    PLM_END_NONE = 0,
-    PLM_END_CLOSED = 1,
-    PLM_END_EXPIRED = 2,
-    PLM_END_DISK_EXCEEDED = 3,
-    PLM_END_MAIN_PROCESS_ENDED = 4,
-    PLM_END_BOUNDARY_FAILED = 5,
-    PLM_END_SANDBOX_CHANGED = 6,
-    PLM_END_SHUTDOWN = 7,
-    PLM_END_REPLACED = 8,
-    PLM_END_NOT_FOUND = 9,
-    PLM_END_UNCLAIMED = 10,
-};
-const char *plm_session_end_name(enum plm_session_end e); /* "closed", "expired", ... */
 
 #define SREG_TOMBSTONE_MS (10u * 60 * 1000)
 #define SREG_CLAIM_WINDOW_MS (5u * 60 * 1000)
@@ -49,6 +35,15 @@ struct sreg_session {
     char *caller;
     char *owner;              /* NULL: no owner */
     void *handle;             /* the provider's session */
+    /* Set by the opener right after commit, before the id is handed out; read-only afterwards. */
+    enum plm_tier tier;       /* measured at open */
+    char software_identity[160], environment[160];
+    char rule_mode[16];       /* the open's software rule: "", "exact" or "approved" */
+    char **rule_ids;          /* its identities (malloc'd array of malloc'd strings) */
+    size_t n_rule_ids;
+    uint64_t idle_ms;         /* effective idle timeout */
+    uint64_t deadline_ms;     /* monotonic end of the lifetime */
+    int64_t expires_unix_ms;
     /* Guarded by the registry's lock. */
     enum plm_session_end end; /* NONE while live */
     char end_detail[160];
@@ -122,6 +117,7 @@ void sreg_touch(struct sreg *r, struct sreg_session *s, uint64_t now_ms);
 void sreg_remove(struct sreg *r, struct sreg_session *s);
 /* The suspend flags, under the lock. */
 void sreg_set_suspended(struct sreg *r, struct sreg_session *s, bool suspended, bool holds_slot);
+bool sreg_is_claimed(struct sreg *r, struct sreg_session *s);
 bool sreg_is_suspended(struct sreg *r, struct sreg_session *s, bool *holds_slot);
 
 /* Timers carry a generation: arming bumps it, so a timer that fired for an older arming is
