@@ -47,6 +47,7 @@ struct jsrt {
     jsrt_host_fn *host;  /* the grant's transport; NULL without a grant */
     uint32_t host_calls; /* HOST_CALLs sent in this run (the frame's call_no) */
     uint64_t random_state; /* Math.random's (nat_random), seeded per worker by jsrt_adopt */
+    bool exit_called;      /* process.exit: finish() was reached from inside guest code */
 };
 
 static int64_t mono_ns(void)
@@ -138,6 +139,7 @@ static JSValue nat_exit(JSContext *ctx, JSValueConst this_val, int argc, JSValue
     if (argc > 0 && JS_ToInt32(ctx, &code, argv[0]) < 0)
         return JS_EXCEPTION;
     /* As a process would: the status is the low byte. */
+    self(ctx)->exit_called = true;
     finish(self(ctx), code & 0xff, false);
 }
 
@@ -563,4 +565,25 @@ void jsrt_run(struct jsrt *r, const char *code, size_t len, uint32_t timeout_ms,
     if (JS_IsException(c) || JS_ToInt32(ctx, &code_out, c) < 0)
         code_out = 1;
     finish(r, code_out & 0xff, false);
+}
+
+bool jsrt_exit_called(const struct jsrt *r)
+{
+    return r->exit_called;
+}
+
+void jsrt_next_run(struct jsrt *r)
+{
+    /* What the last run left behind for this one: output, pending rejections, its promise. The
+     * context itself (globals, functions, imports) is what a session keeps. */
+    r->out.len = r->err.len = 0;
+    r->out.truncated = r->err.truncated = false;
+    for (size_t i = 0; i < r->n_rej; i++) {
+        JS_FreeValue(r->ctx, r->rej[i].promise);
+        JS_FreeValue(r->ctx, r->rej[i].reason);
+    }
+    r->n_rej = 0;
+    r->rej_overflow = false;
+    r->host = NULL;
+    r->host_calls = 0;
 }
