@@ -14,7 +14,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import DETAIL, Daemon, WireCase, _Stream, descendants  # noqa: E402
+from harness import CLI, DETAIL, Daemon, WireCase, _Stream, descendants  # noqa: E402
+import subprocess  # noqa: E402
 
 BASE = {"SANDBOX_PROVIDER": "quickjs", "SANDBOX_RATE_PER_MIN": "0", "SANDBOX_MAX_CONCURRENT": "8",
         "SANDBOX_PER_KEY_CONCURRENT": "8"}
@@ -336,6 +337,25 @@ class Sessions(WireCase):
         self.assertEqual(session_ended_reason(body["details"][0]["value"]), 2)
         summary = c.close()
         self.assertEqual(summary["ended"], "SESSION_END_EXPIRED")
+
+    def test_cli_repl_checks_the_chain(self):
+        tok = os.path.join(self.tmp, "alice.tok")
+        with open(tok, "w") as f:
+            f.write("alice-tok\n")
+        cells = "globalThis.x = 41\n%%\nconsole.log(x + 1)\n%%\nthrow new Error('e')\n%%\nconsole.log(x)\n"
+        p = subprocess.run([CLI, "repl", "--url", "http://127.0.0.1:%d" % self.d.port, "--token-file", tok],
+                           input=cells.encode(), capture_output=True, timeout=60)
+        err = p.stderr.decode()
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(p.stdout.decode(), "42\n41\n")
+        self.assertEqual(err.count("chain ok"), 5, err)  # four cells and the close summary
+        self.assertIn("[cell 3] exit 1", err)
+        self.assertIn("SESSION_END_CLOSED] 4 calls", err)
+        # python has no interpreter on quickjs: the cell is refused, nothing is chained
+        p = subprocess.run([CLI, "repl", "--language", "python", "--url", "http://127.0.0.1:%d" % self.d.port,
+                            "--token-file", tok], input=b"print(1)\n", capture_output=True, timeout=60)
+        self.assertIn("[refused: environment]", p.stderr.decode())
+        self.assertIn("0 calls", p.stderr.decode())
 
     def test_cycles_leak_nothing(self):
         before = len(descendants(self.d.proc.pid))
