@@ -97,3 +97,6 @@ python3 bench/grant_bench.py "$BUILD" $providers
 if [ "${BENCH_DOCKER:-0}" = 1 ]; then
     bench/docker_bench.sh "$BUILD"
 fi
+
+# 5. Sessions (issue 13): a cell on an open quickjs session against a fresh Run of the same code.
+python3 bench/session_bench.py "$BUILD" 300
