@@ -543,3 +543,11 @@ bool sreg_is_claimed(struct sreg *r, struct sreg_session *s)
     pthread_mutex_unlock(&r->mu);
     return v;
 }
+
+bool sreg_is_removed(struct sreg *r, struct sreg_session *s)
+{
+    pthread_mutex_lock(&r->mu);
+    bool v = s->removed;
+    pthread_mutex_unlock(&r->mu);
+    return v;
+}

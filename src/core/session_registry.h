@@ -118,6 +118,8 @@ void sreg_remove(struct sreg *r, struct sreg_session *s);
 /* The suspend flags, under the lock. */
 void sreg_set_suspended(struct sreg *r, struct sreg_session *s, bool suspended, bool holds_slot);
 bool sreg_is_claimed(struct sreg *r, struct sreg_session *s);
+/* Whether CloseSession (or shutdown) has unlinked the entry. */
+bool sreg_is_removed(struct sreg *r, struct sreg_session *s);
 bool sreg_is_suspended(struct sreg *r, struct sreg_session *s, bool *holds_slot);
 
 /* Timers carry a generation: arming bumps it, so a timer that fired for an older arming is

@@ -126,6 +126,8 @@ static int open_check(struct open_call *c, struct plm_err *err)
     if (!c->svc) /* 2 */
         return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
                           "sessions are not enabled on this daemon (SANDBOX_MAX_SESSIONS)");
+    if (__atomic_load_n(&c->svc->shut, __ATOMIC_ACQUIRE))
+        return plm_refuse(err, PLM_E_UNAVAILABLE, PLM_REFUSAL_CAPACITY, "the daemon is shutting down; no session opened");
     if (tier_check_floor(p->ops->tier(p), c->floor, err) < 0) /* 3 */
         return -1;
     if (p->ops->session_env)
@@ -323,6 +325,11 @@ void rpc_close_session(const struct rpc_env *env, const struct principal *who, c
     }
     if (sreg_turn_take(svc->reg, s, SESS_TURN_WAIT_MS, &err) < 0) {
         sess_error(ans, &err, request_id, NULL);
+        goto out;
+    }
+    if (sreg_is_removed(svc->reg, s)) { /* another close collected it while this one waited */
+        sreg_turn_give(svc->reg, s);
+        sess_not_found(ans, request_id);
         goto out;
     }
     sreg_arm(svc->reg, s, 0); /* 4 */

@@ -189,6 +189,10 @@ static int srun_turn(struct srun *r, struct rpc_answer *ans, struct plm_err *err
     if (sreg_turn_take(r->svc->reg, r->s, SESS_TURN_WAIT_MS, err) < 0) /* 7 */
         return -1;
     r->turn = true;
+    if (sreg_is_removed(r->svc->reg, r->s)) { /* closed while this call waited: now a miss */
+        sess_not_found(ans, r->request_id);
+        return 1;
+    }
     char detail[160];
     enum plm_session_end end = sreg_end_of(r->svc->reg, r->s, detail, sizeof detail);
     if (end == PLM_END_NONE && clock_mono_ms() >= r->s->deadline_ms) {

@@ -225,9 +225,11 @@ struct sess_svc *sess_svc_new(const struct plm_session_config *cfg, struct plm_p
 
 void sess_svc_shutdown(struct sess_svc *svc)
 {
-    if (!svc || svc->shut)
+    if (!svc)
         return;
-    svc->shut = true;
+    /* Opens from now on are refused; a later call (sess_svc_free) sweeps again for an open that
+     * was already past that check. */
+    __atomic_store_n(&svc->shut, true, __ATOMIC_RELEASE);
     if (svc->thread_started) {
         pthread_mutex_lock(&svc->mu);
         svc->stop = true;
@@ -244,21 +246,19 @@ void sess_svc_shutdown(struct sess_svc *svc)
         n = sreg_all(svc->reg, all, sizeof all / sizeof *all);
         size_t ended = 0;
         for (size_t i = 0; i < n; i++) {
-            struct plm_err err = {0};
-            if (sreg_turn_take(svc->reg, all[i], SESS_TURN_WAIT_MS, &err) == 0) {
-                if (all[i]->handle) {
-                    sess_end_now(svc, all[i], PLM_END_SHUTDOWN, "the daemon is shutting down");
-                    ended++;
-                }
-                sreg_remove(svc->reg, all[i]);
-                sreg_turn_give(svc->reg, all[i]);
-            } else {
-                /* a waiter already queued: it will find the session ended; close it ourselves */
-                struct plm_session *h = sreg_take_handle(svc->reg, all[i]);
-                if (h)
-                    svc->provider->ops->session_close(svc->provider, h, &err);
-                sreg_remove(svc->reg, all[i]);
+            /* The turn, however long the call in flight takes (each call is bounded by the 5-minute
+             * ceiling): a sandbox is never closed under a running call. Queued waiters and the
+             * call itself then find the session ended. */
+            while (!sreg_turn_try(svc->reg, all[i])) {
+                struct timespec ts = {0, 50 * 1000 * 1000};
+                nanosleep(&ts, NULL);
             }
+            if (all[i]->handle) {
+                sess_end_now(svc, all[i], PLM_END_SHUTDOWN, "the daemon is shutting down");
+                ended++;
+            }
+            sreg_remove(svc->reg, all[i]);
+            sreg_turn_give(svc->reg, all[i]);
             sreg_put(svc->reg, all[i]);
         }
         (void)ended;
