@@ -357,6 +357,39 @@ class Sessions(WireCase):
         self.assertIn("[refused: environment]", p.stderr.decode())
         self.assertIn("0 calls", p.stderr.decode())
 
+    def test_one_call_at_a_time_and_one_waiter(self):
+        import threading
+        c = Client(self, self.d, "alice-tok")
+        c.open()
+        c.cell("globalThis.busy = (ms) => { const t = Date.now(); while (Date.now() - t < ms) {} }")
+        answers = {}
+
+        def call(name, code):
+            answers[name] = self.d.call("SessionRun", {"protocol": 3, "sessionId": c.id, "timeoutMs": 10000,
+                                                      "cell": {"language": "javascript", "code": code}},
+                                        token="alice-tok")
+        t1 = threading.Thread(target=call, args=("first", "busy(1500); console.log('first')"))
+        t1.start()
+        time.sleep(0.4)
+        t2 = threading.Thread(target=call, args=("second", "console.log('second')"))
+        t2.start()
+        time.sleep(0.4)
+        third = self.d.call("SessionRun", {"protocol": 3, "sessionId": c.id,
+                                           "cell": {"language": "javascript", "code": "1"}}, token="alice-tok")
+        body = self.assertRefused(third, "resource_exhausted", "capacity")
+        self.assertIn("already waiting", body["message"])
+        t1.join()
+        t2.join()
+        first, second = (json.loads(answers[k][2]) for k in ("first", "second"))
+        self.assertEqual(base64.b64decode(first["run"]["cell"]["stdout"]), b"first\n")
+        self.assertEqual(base64.b64decode(second["run"]["cell"]["stdout"]), b"second\n")
+        # never interleaved: the waiter ran after the first, and the chain numbers them so
+        self.assertEqual(int(first["run"]["record"]["sequence"]), 2)
+        self.assertEqual(int(second["run"]["record"]["sequence"]), 3)
+        self.assertEqual(second["run"]["record"]["previousSha256"], first["run"]["record"]["recordSha256"])
+        c.calls, c.last = 3, second["run"]["record"]["recordSha256"]
+        c.close()
+
     def test_cycles_leak_nothing(self):
         before = len(descendants(self.d.proc.pid))
         for i in range(20):
