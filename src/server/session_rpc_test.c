@@ -1,7 +1,7 @@
 /* session_rpc_test.c: OpenSession, SessionRun and CloseSession against a fake session provider:
  * the check orders of sessions.md §2.1-§2.3, codes and marks, SessionEnded details, the record
  * chain (version 2, version 3 unanswered), caps, replacement, the claim rule and idle suspend.
- * Checklist items (§8) pinned here: 1-12, 16, 17, 23-26, 28-32, 38, 40, 41. */
+ * Checklist items (§8) pinned here: 1-12, 16, 17, 23-32, 34, 38, 40-42. */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 #include "../core/admission.h"
 #include "../core/clock.h"
 #include "../core/record.h"
+#include "../core/session_registry.h"
 #include "session_rpc.h"
 #include "unit.h"
 
@@ -574,10 +575,72 @@ int main(void)
     CHECK_STR(a.code, "ok");
     json_decref(a.body);
 
+    /* the rule is checked again against what the opened session runs (item 27) */
+    F.opened_identity = "sw-2";
+    closes = F.closes;
+    a = call(P_OPEN, "carol", "{\"protocol\":3" RULE "}");
+    F.opened_identity = "sw-1";
+    CHECK(!strcmp(a.code, "failed_precondition") && !strcmp(a.values[0], "CAc"));
+    CHECK(F.closes == closes + 1); /* the mismatching sandbox was closed at once */
+    /* a failed provider open gives its place and slot back */
+    inflight = adm_inflight(adm);
+    F.mode = 4;
+    a = call(P_OPEN, "carol", "{\"protocol\":3}");
+    F.mode = 0;
+    CHECK_STR(a.code, "internal");
+    CHECK(adm_inflight(adm) == inflight);
+    open_ok("carol", "");
+    CHECK(strlen(ID) == 32);
+    a = close_s("carol", ID);
+    json_decref(a.body);
+
     /* shutdown ends what is open and gives every slot back */
     closes = F.closes;
     sess_svc_free(svc);
     CHECK(F.closes == closes + 1);
+    CHECK(adm_inflight(adm) == 0);
+
+    /* idle 0: an unclaimed session is closed after the claim window; a claimed one never
+     * suspends and runs to its lifetime (item 42) */
+    cfg.idle_ms = 0;
+    cfg.per_owner = 0;
+    svc = sess_svc_new(&cfg, &prov, adm, &err);
+    ENV.sessions = svc;
+    open_ok("dave", "");
+    char unclaimed[64];
+    snprintf(unclaimed, sizeof unclaimed, "%s", ID);
+    open_ok("dave", "");
+    a = run_cell("dave", ID, "set 1");
+    json_decref(a.body);
+    int susp = F.suspends;
+    sess_svc_tick(svc, clock_mono_ms() + SREG_CLAIM_WINDOW_MS + 1000);
+    CHECK(F.suspends == susp);
+    a = run_cell("dave", unclaimed, "get");
+    CHECK(!strcmp(a.code, "failed_precondition") && !strcmp(a.types[0], "plimsoll.v1.SessionEnded"));
+    a = run_cell("dave", ID, "get");
+    CHECK_STR(a.code, "ok");
+    json_decref(a.body);
+    sess_svc_free(svc);
+    CHECK(adm_inflight(adm) == 0);
+    adm_free(adm);
+
+    /* a rate-refused call on a suspended session gives back the slot it took (item 34) */
+    adm = adm_new(&(struct adm_config){.max_concurrent = 4, .per_key_concurrent = 4, .rate_per_min = 1,
+                                       .rate_burst = 2});
+    ENV.adm = adm;
+    cfg.idle_ms = 60000;
+    svc = sess_svc_new(&cfg, &prov, adm, &err);
+    ENV.sessions = svc;
+    open_ok("erin", "");              /* token 1 */
+    a = run_cell("erin", ID, "set 3"); /* token 2 */
+    CHECK_STR(a.code, "ok");
+    json_decref(a.body);
+    sess_svc_tick(svc, clock_mono_ms() + 61000);
+    CHECK(adm_inflight(adm) == 0); /* suspended: the slot went back */
+    a = run_cell("erin", ID, "get");
+    CHECK(!strcmp(a.code, "resource_exhausted") && !strcmp(a.values[0], "CAY"));
+    CHECK(adm_inflight(adm) == 0); /* the slot it took to resume was given back */
+    sess_svc_free(svc);
     CHECK(adm_inflight(adm) == 0);
     adm_free(adm);
     return unit_done();
