@@ -423,6 +423,27 @@ class Shutdown(WireCase):
             if d.proc.poll() is None:
                 d.kill()
 
+    def test_idle_suspend_keeps_the_interpreter(self):
+        with Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_MAX_SESSIONS="2", SANDBOX_SESSION_IDLE="1s")) as d:
+            c = Client(self, d)
+            c.open()
+            c.cell("globalThis.kept = 'after suspend'")
+            self.assertTrue(d.wait_events("session_suspended", lambda e: e.get("session") == c.fp, timeout=5))
+
+            def state(pid):
+                try:
+                    with open("/proc/%d/stat" % pid) as f:
+                        st = f.read()
+                    return st[st.rindex(")") + 2]
+                except OSError:
+                    return ""
+            self.assertIn("T", [state(p) for p in descendants(d.proc.pid)])  # the worker is stopped
+            r = c.cell("console.log(kept)")
+            self.assertEqual(out(r), "after suspend\n")
+            self.assertFalse(r["run"]["cell"].get("interpreterStarted", False))
+            self.assertNotIn("T", [state(p) for p in descendants(d.proc.pid)])
+            c.close()
+
     def test_unclaimed_session_is_closed(self):
         with Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_MAX_SESSIONS="2", SANDBOX_SESSION_IDLE="1s")) as d:
             c = Client(self, d)

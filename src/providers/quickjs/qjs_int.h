@@ -125,4 +125,5 @@ int qjs_session_run_cell(struct plm_provider *p, struct plm_session *s, const st
 int qjs_session_run(struct plm_provider *p, struct plm_session *s, const struct plm_run_ctx *ctx,
                     const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
                     struct plm_err *err);
+int qjs_session_suspend(struct plm_provider *p, struct plm_session *s, bool *holds_memory, struct plm_err *err);
 int qjs_session_close(struct plm_provider *p, struct plm_session *s, struct plm_err *err);

@@ -165,6 +165,7 @@ static const struct plm_provider_ops qjs_ops = {
     .session_open = qjs_session_open,
     .session_run = qjs_session_run,
     .session_run_cell = qjs_session_run_cell,
+    .session_suspend = qjs_session_suspend,
     .session_close = qjs_session_close,
     .destroy = qjs_destroy,
 };

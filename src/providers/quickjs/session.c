@@ -10,7 +10,9 @@
  * shares nothing with the cells, as a `node -e` exec would share no interpreter).
  * Not thread-safe per session: the daemon serialises a session's calls (its turn). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +24,51 @@
 struct plm_session {
     struct qjs_worker w; /* pid -1: no live interpreter */
     uint64_t cells;
+    bool stopped;        /* suspended with SIGSTOP: resumed with SIGCONT by the next cell */
 };
+
+/* The worker's state letter from /proc/<pid>/stat ('T' stopped), or 0 when unreadable. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+/* Idle suspend: the interpreter is stopped (SIGSTOP), keeping its memory and state, so the
+ * daemon keeps its concurrency slot. Proved by the kernel's own view before it counts. */
+int qjs_session_suspend(struct plm_provider *p, struct plm_session *s, bool *holds_memory, struct plm_err *err)
+{
+    (void)p;
+    *holds_memory = true;
+    if (s->w.pid <= 0 || s->stopped)
+        return 0; /* no interpreter to stop: the next cell starts one anyway */
+    if (kill(s->w.pid, SIGSTOP) < 0)
+        return plm_fail(err, errno, PLM_E_INTERNAL, "stopping the session's worker failed");
+    for (int i = 0; i < 100; i++) { /* SIGSTOP is asynchronous: wait (1 s at most) until it took */
+        if (proc_state(s->w.pid) == 'T') {
+            s->stopped = true;
+            return 0;
+        }
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    kill(s->w.pid, SIGCONT);
+    return plm_fail(err, 0, PLM_E_INTERNAL, "the session's worker did not stop");
+}
+
+static void resume(struct plm_session *s)
+{
+    if (s->stopped && s->w.pid > 0)
+        kill(s->w.pid, SIGCONT); /* a worker that died meanwhile fails its run, reported as such */
+    s->stopped = false;
+}
 
 static const char *const js_only[] = {"javascript", NULL};
 
@@ -92,6 +138,7 @@ int qjs_session_run_cell(struct plm_provider *p, struct plm_session *s, const st
     if (len == 0 || len > LIM_CODE_MAX)
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
     memset(out, 0, sizeof *out);
+    resume(s);
     bool started = false;
     if (s->w.pid <= 0) { /* the last cell ended its interpreter: a fresh one, before any code */
         if (mon_session_take(qjs_provider_pool(p), &s->w, err) < 0)
