@@ -444,6 +444,29 @@ class Shutdown(WireCase):
             self.assertNotIn("T", [state(p) for p in descendants(d.proc.pid)])
             c.close()
 
+    def test_per_owner_cap_replaces_the_least_recently_used(self):
+        env = dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_MAX_SESSIONS="3", SANDBOX_MAX_SESSIONS_PER_OWNER="2")
+        with Daemon(env) as d:
+            u = [Client(self, d) for _ in range(3)]
+            u[0].open(owner="u1")
+            u[1].open(owner="u1")
+            u[0].cell("globalThis.a = 1")  # u[1] is now the least recently used
+            other = Client(self, d)
+            other.open(owner="u2")
+            u[2].open(owner="u1")  # the daemon is full: u[1]'s place passes to this open
+            st, _, data, _ = d.call("SessionRun", {"protocol": 3, "sessionId": u[1].id,
+                                                  "cell": {"language": "javascript", "code": "1"}})
+            body = json.loads(data)
+            self.assertEqual(body["code"], "failed_precondition")
+            self.assertEqual(session_ended_reason(body["details"][0]["value"]), 8)  # REPLACED
+            self.assertEqual(body["details"][1]["value"], DETAIL["request"])
+            self.assertEqual(u[1].close()["ended"], "SESSION_END_REPLACED")
+            r = u[0].cell("console.log(a)")  # the others are untouched
+            self.assertEqual(out(r), "1\n")
+            other.cell("1")
+            for c in (u[0], u[2], other):
+                self.assertEqual(c.close()["ended"], "SESSION_END_CLOSED")
+
     def test_unclaimed_session_is_closed(self):
         with Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_MAX_SESSIONS="2", SANDBOX_SESSION_IDLE="1s")) as d:
             c = Client(self, d)
