@@ -215,17 +215,26 @@ class Sessions(WireCase):
         # top-level await works
         r = c.cell("const v = await Promise.resolve(5); console.log(v)")
         self.assertEqual(out(r), "5\n")
+        # the completion value is printed in inspect form, as a REPL does; undefined is not
+        r = c.cell("v * 2")
+        self.assertEqual(out(r), "10\n")
+        r = c.cell("'str'")
+        self.assertEqual(out(r), "'str'\n")
+        r = c.cell("({k: [1, 'b']})")
+        self.assertEqual(out(r), "{ k: [ 1, 'b' ] }\n")
+        r = c.cell("let w = 1")
+        self.assertEqual(out(r), "")
         summary = c.close()
         self.assertEqual(summary["ended"], "SESSION_END_CLOSED")
-        self.assertEqual(int(summary["calls"]), 5)
+        self.assertEqual(int(summary["calls"]), 9)
         # closed: a call or a second close finds nothing
         st, _, data, _ = self.d.call("SessionRun", {"protocol": 3, "sessionId": c.id,
                                                    "cell": {"language": "javascript", "code": "1"}}, token="alice-tok")
         self.assertEqual(json.loads(data)["code"], "not_found")
         st, _, data, _ = self.d.call("CloseSession", {"protocol": 3, "sessionId": c.id}, token="alice-tok")
         self.assertEqual(json.loads(data)["code"], "not_found")
-        events = self.d.wait_events("run", lambda e: e.get("session") == c.fp, n=5)
-        self.assertEqual(sorted(e["session_call"] for e in events), [1, 2, 3, 4, 5])
+        events = self.d.wait_events("run", lambda e: e.get("session") == c.fp, n=9)
+        self.assertEqual(sorted(e["session_call"] for e in events), list(range(1, 10)))
         # logs carry the fingerprint, never the id (item 44)
         self.assertFalse(any(c.id in l for l in self.d.lines))
         self.assertTrue(self.d.events("session_opened") and self.d.events("session_closed"))
@@ -347,7 +356,7 @@ class Sessions(WireCase):
                            input=cells.encode(), capture_output=True, timeout=60)
         err = p.stderr.decode()
         self.assertEqual(p.returncode, 0, err)
-        self.assertEqual(p.stdout.decode(), "42\n41\n")
+        self.assertEqual(p.stdout.decode(), "41\n42\n41\n")  # the first cell's completion value too
         self.assertEqual(err.count("chain ok"), 5, err)  # four cells and the close summary
         self.assertIn("[cell 3] exit 1", err)
         self.assertIn("SESSION_END_CLOSED] 4 calls", err)

@@ -52,3 +52,5 @@ bool jsrt_exit_called(const struct jsrt *r);
 /* Sessions: after a run that finished with a clean stack (completion or an uncaught error at the
  * top level), makes the engine ready for the next run in the same context. */
 void jsrt_next_run(struct jsrt *r);
+/* Sessions: a run prints its completion value (console.dir form) when it is not undefined. */
+void jsrt_set_session(struct jsrt *r, bool session);

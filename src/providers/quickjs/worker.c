@@ -193,6 +193,7 @@ void wk_worker_main(int sock, const struct wk_params *p)
         _exit(WK_EXIT_PROTOCOL);
     session_run = (run.flags & QF_RUN_SESSION) != 0;
     session_engine = rt;
+    jsrt_set_session(rt, session_run);
     payload_held = payload;
     /* run.code points into payload, which is NUL-terminated just past the code; the engine needs
      * the client NUL-terminated too, so it gets its own copy. */
