@@ -37,6 +37,7 @@ struct srun {
     bool turn;
     bool resumed_slot; /* a slot taken by this call to resume a suspended session */
     struct plm_payload_env env_stated;
+    const char *policy; /* the provider's stated policy digest, for the record */
     struct plm_run_ctx ctx;
     struct plm_result res;
     enum plm_session_end ended; /* what the provider reported during this call */
@@ -229,6 +230,9 @@ static int srun_admit(struct srun *r, struct plm_err *err)
     const struct plm_provider_ops *ops = r->svc->provider->ops;
     if (ops->session_env)
         ops->session_env(r->svc->provider, &r->env_stated);
+    struct plm_describe d;
+    ops->describe(r->svc->provider, &d);
+    r->policy = d.policy ? d.policy : "";
     uint64_t now = clock_mono_ms();
     uint32_t left = r->s->deadline_ms > now ? (uint32_t)(r->s->deadline_ms - now) : 1;
     uint32_t ceiling = r->env_stated.max_timeout_ms ? r->env_stated.max_timeout_ms : SESS_CALL_CEILING_MS;
@@ -264,7 +268,7 @@ static void fill_record(const struct srun *r, struct plm_record *rec, const char
                         const char *prev)
 {
     rec->provider = r->svc->provider->ops->name;
-    rec->policy = "";
+    rec->policy = r->policy ? r->policy : "";
     rec->software_rule_id = rule_id;
     rec->started_unix_ms = r->received_unix_ms;
     rec->ended_unix_ms = r->received_unix_ms + (int64_t)(clock_mono_ms() - r->started_ms);
