@@ -103,3 +103,5 @@ fi
 # 5. e2b (issue 11): the daemon's added latency per snippet over the E2B double's own time, and
 #    the egress guard's added latency per host call (bench/e2b_bench.py; needs node and unshare).
 python3 bench/e2b_bench.py "$BUILD"
+# 6. Sessions (issue 13): a cell on an open quickjs session against a fresh Run of the same code.
+python3 bench/session_bench.py "$BUILD" 300

@@ -189,6 +189,8 @@ void cli_describe_print(FILE *f, const Plimsoll__V1__DescribeResponse *d);
 /* ---- subcommands ---- */
 int cli_cmd_describe(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
+int cli_cmd_repl(int argc, char **argv); /* session.c */
+void cli_usage_repl(FILE *f);
 void cli_usage_main(FILE *f);
 void cli_usage_run(FILE *f);
 void cli_usage_describe(FILE *f);

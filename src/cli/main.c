@@ -73,6 +73,8 @@ static int dispatch(int argc, char **argv)
         return cli_cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "describe") == 0)
         return cli_cmd_describe(argc - 1, argv + 1);
+    if (strcmp(cmd, "repl") == 0)
+        return cli_cmd_repl(argc - 1, argv + 1);
     if (cmd[0] == '-')
         fprintf(stderr, "plimsoll: unknown option `%s`\n(try `plimsoll --help`)\n", cmd);
     else

@@ -103,10 +103,15 @@ static void refill(const struct adm *a, struct adm_key *k, uint64_t now_ms)
 
 int adm_acquire(struct adm *a, const char *caller, uint64_t now_ms, struct plm_err *err)
 {
+    return adm_acquire_parts(a, caller, now_ms, true, true, err);
+}
+
+int adm_acquire_parts(struct adm *a, const char *caller, uint64_t now_ms, bool slot, bool token, struct plm_err *err)
+{
     if (!caller)
         caller = "";
     pthread_mutex_lock(&a->mu);
-    if (a->inflight >= a->cfg.max_concurrent) {
+    if (slot && a->inflight >= a->cfg.max_concurrent) {
         a->shed[ADM_SHED_AT_CAPACITY]++;
         pthread_mutex_unlock(&a->mu);
         return plm_err_set(err, 0, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "sandbox is at capacity, retry shortly");
@@ -116,14 +121,14 @@ int adm_acquire(struct adm *a, const char *caller, uint64_t now_ms, struct plm_e
         pthread_mutex_unlock(&a->mu);
         return plm_err_set(err, 12, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "sandbox is at capacity, retry shortly");
     }
-    if (k->inflight >= a->cfg.per_key_concurrent) {
+    if (slot && k->inflight >= a->cfg.per_key_concurrent) {
         uint32_t n = k->inflight;
         a->shed[ADM_SHED_PER_KEY]++;
         pthread_mutex_unlock(&a->mu);
         return plm_err_set(err, 0, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY,
                            "per-caller concurrency limit reached (%u in flight)", n);
     }
-    if (a->cfg.rate_per_min) {
+    if (token && a->cfg.rate_per_min) {
         refill(a, k, now_ms);
         if (k->tokens_milli < MILLI) {
             uint32_t rate = a->cfg.rate_per_min;
@@ -134,8 +139,10 @@ int adm_acquire(struct adm *a, const char *caller, uint64_t now_ms, struct plm_e
         }
         k->tokens_milli -= MILLI;
     }
-    k->inflight++;
-    a->inflight++;
+    if (slot) {
+        k->inflight++;
+        a->inflight++;
+    }
     pthread_mutex_unlock(&a->mu);
     return 0;
 }

@@ -2,6 +2,7 @@
  * concurrency and a per-caller token bucket (wire.md §11.2 step 17). Thread-safe.
  * Invariant: every successful adm_acquire is matched by exactly one adm_release. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -21,6 +22,10 @@ struct adm *adm_new(const struct adm_config *cfg);
 void adm_free(struct adm *a);
 /* now_ms is a monotonic clock reading. On refusal: PLM_E_CAPACITY / capacity. */
 int adm_acquire(struct adm *a, const char *caller, uint64_t now_ms, struct plm_err *err);
+/* Sessions (sessions.md §3.3): a slot without a rate token (a call resuming a suspended
+ * session), a token without a slot (a call on a running session, which holds its slot), or
+ * both. Only a successful call that took a slot is matched by adm_release. */
+int adm_acquire_parts(struct adm *a, const char *caller, uint64_t now_ms, bool slot, bool token, struct plm_err *err);
 void adm_release(struct adm *a, const char *caller);
 uint32_t adm_inflight(struct adm *a);
 uint64_t adm_shed_count(struct adm *a, enum adm_shed why);

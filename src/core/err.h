@@ -23,6 +23,8 @@ enum plm_err_kind {
     PLM_E_CANCELED,        /*                                                -> canceled */
     PLM_E_UNAVAILABLE,     /*                                                -> unavailable */
     PLM_E_INTERNAL,        /* infrastructure fault; detail logged, never sent -> internal */
+    PLM_E_NOT_FOUND,       /* no such session for this caller                -> not_found */
+    PLM_E_ENDED,           /* the session has ended (sessions.md §2.2 step 8) -> failed_precondition */
 };
 
 /* Numbers equal plimsoll.v1.NotDispatchedReason on the wire. */

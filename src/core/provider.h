@@ -10,6 +10,7 @@
 #include "err.h"
 #include "evidence.h"
 #include "request.h"
+#include "session_end.h"
 #include "tier.h"
 
 struct plm_payload_env {
@@ -75,6 +76,22 @@ struct plm_run_ctx {
 
 struct plm_provider;
 
+/* Sessions (sessions.md §4, §6). A provider keeps sessions only when it fills session_open; the
+ * daemon serialises calls per session (one at a time) but different sessions run concurrently. */
+struct plm_session; /* the provider's own */
+struct plm_session_spec {
+    const char *caller;
+    enum plm_tier floor;        /* re-checked by the provider against the tier it measures */
+    uint64_t lifetime_ms;       /* effective lifetime (the provider may end it EXPIRED at this) */
+    uint64_t disk_bytes;        /* 0: unmeasured */
+    const char *languages[3];   /* the cell-language hint, stated order, NULL-terminated */
+};
+struct plm_session_opened {
+    enum plm_tier tier;               /* measured at open */
+    char software_identity[160];      /* its JavaScript environment's software identity */
+    char environment[160];            /* its JavaScript environment's identity */
+};
+
 struct plm_provider_ops {
     const char *name; /* "disabled", "quickjs", "docker" ... */
     enum plm_tier (*tier)(struct plm_provider *p);
@@ -89,6 +106,27 @@ struct plm_provider_ops {
     /* NULL when projects are unsupported. */
     int (*run_project)(struct plm_provider *p, const struct plm_run_ctx *ctx,
                        const struct plm_request *req, struct plm_result *out, struct plm_err *err);
+    /* ---- sessions: every pointer NULL = no sessions ---- */
+    /* The session environment Describe states (field 18): identity, ceiling, cell languages. */
+    void (*session_env)(struct plm_provider *p, struct plm_payload_env *out);
+    /* Opens one sandbox for a session. < 0 with a refusal only when nothing was left behind. */
+    int (*session_open)(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
+                        struct plm_session_opened *info, struct plm_err *err);
+    /* One snippet or project inside the session (req->kind javascript or project), or NULL. */
+    int (*session_run)(struct plm_provider *p, struct plm_session *s, const struct plm_run_ctx *ctx,
+                       const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                       struct plm_err *err);
+    /* One cell (req->kind cell). *ended: set when the call ended the whole session (not when only
+     * the interpreter ended, which the result says). A refusal means the code was not handed over. */
+    int (*session_run_cell)(struct plm_provider *p, struct plm_session *s, const struct plm_run_ctx *ctx,
+                            const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                            struct plm_err *err);
+    /* Idle suspend; NULL = never suspends. *holds_memory: the suspended sandbox keeps its memory
+     * (the daemon then keeps its concurrency slot). Resume is implicit in the next call. */
+    int (*session_suspend)(struct plm_provider *p, struct plm_session *s, bool *holds_memory, struct plm_err *err);
+    /* Ends the sandbox, waits (bounded) until it is gone and frees s. Returns < 0 when the
+     * sandbox could not be proved gone (s is still freed; the provider reaps it later). */
+    int (*session_close)(struct plm_provider *p, struct plm_session *s, struct plm_err *err);
     void (*destroy)(struct plm_provider *p);
 };
 

@@ -40,13 +40,13 @@ static const struct var vars[] = {
     {"SANDBOX_DISK_MB", "0 (provider default)", "writable disk per run (docker only)"},
     {"SANDBOX_TOTAL_MEMORY_MB", "-", "not supported: setting it stops startup"},
     {"SANDBOX_PAID_SECONDS_PER_DAY", "-", "metered providers only (e2b)"},
-    {"SANDBOX_MAX_SESSIONS", "0", "sessions are not supported; a value above 0 stops startup"},
-    {"SANDBOX_MAX_SESSIONS_PER_CALLER", "-", "sessions only"},
-    {"SANDBOX_MAX_SESSIONS_PER_OWNER", "-", "sessions only"},
-    {"SANDBOX_SESSION_POOL", "-", "sessions only"},
-    {"SANDBOX_SESSION_LIFETIME", "30m", "sessions only"},
-    {"SANDBOX_SESSION_IDLE", "5m", "sessions only"},
-    {"SANDBOX_SESSION_DISK_MB", "1024", "sessions only"},
+    {"SANDBOX_MAX_SESSIONS", "0 (off)", "open sessions daemon-wide (docs/sessions.md)"},
+    {"SANDBOX_MAX_SESSIONS_PER_CALLER", "0 (no cap)", "open sessions per caller"},
+    {"SANDBOX_MAX_SESSIONS_PER_OWNER", "0 (no cap)", "open sessions per (caller, owner); least recently used replaced"},
+    {"SANDBOX_SESSION_POOL", "0", "pre-opened sessions (no provider of this build keeps one)"},
+    {"SANDBOX_SESSION_LIFETIME", "30m", "a session's absolute lifetime, 1s to 12h"},
+    {"SANDBOX_SESSION_IDLE", "5m", "idle time before a suspend, 0 (never) or 1s to 12h"},
+    {"SANDBOX_SESSION_DISK_MB", "1024", "a session's disk budget, 0 (unmeasured) to 1048576"},
     {"SANDBOX_DOCKER_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_PROJECT_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_MODULE_IMAGE", "-", "docker provider"},
@@ -185,8 +185,8 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
         refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
         refuse_if_set(get, "SANDBOX_TOTAL_MEMORY_MB", "a total memory budget is not supported", err) < 0)
         return -1;
-    if ((v = nonempty(get, "SANDBOX_MAX_SESSIONS")) && strcmp(v, "0"))
-        return CFG_ERR(err, "SANDBOX_MAX_SESSIONS=\"%s\": sessions are not supported by this daemon", v);
+    if (session_config_load(get, &c->sessions, err) < 0)
+        return -1;
 
     if (parse_provider(nonempty(get, "SANDBOX_PROVIDER"), c, err) < 0)
         return -1;

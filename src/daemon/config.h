@@ -8,6 +8,7 @@
 
 #include "../core/err.h"
 #include "../core/tier.h"
+#include "session_config.h"
 
 enum cfg_provider { CFG_DISABLED, CFG_QUICKJS, CFG_DOCKER, CFG_E2B };
 
@@ -27,6 +28,7 @@ struct plm_config {
     double cpus;
     bool memory_set, pids_set, disk_set, cpus_set;
     bool require_pinned; /* SANDBOX_REQUIRE_PINNED_IMAGES */
+    struct plm_session_config sessions; /* sessions.md §3.1 (session_config.c) */
 };
 
 /* getenv_fn lets tests supply an environment. */

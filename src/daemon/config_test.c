@@ -56,7 +56,7 @@ int main(void)
     CHECK(load(ENV("SANDBOX_MIN_ISOLATION=VM"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_MIN_ISOLATION"));
     CHECK(load(ENV("PLIMSOLL_TLS_CERT=/x"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_TLS_CERT"));
     CHECK(load(ENV("PLIMSOLL_GRANTS_FILE=/x"), &c, &err) == 0 && strcmp(c.grants_file, "/x") == 0);
-    CHECK(load(ENV("SANDBOX_MAX_SESSIONS=4"), &c, &err) < 0);
+    CHECK(load(ENV("SANDBOX_MAX_SESSIONS=4"), &c, &err) == 0 && c.sessions.max_sessions == 4);
     CHECK(load(ENV("PLIMSOLL_INSECURE=yes"), &c, &err) < 0);
     /* the egress guard's listener belongs to the e2b provider only */
     CHECK(load(ENV("PLIMSOLL_GUARD_ADDR=127.0.0.1:0"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_GUARD_ADDR"));

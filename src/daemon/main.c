@@ -15,6 +15,7 @@
 #include "../server/auth.h"
 #include "../server/log.h"
 #include "../server/server.h"
+#include "../server/session_rpc.h"
 #include "config.h"
 #include "providers.h"
 
@@ -110,6 +111,7 @@ int main(int argc, char **argv)
     static struct rpc_counters counters;
     struct adm *adm = NULL;
     struct srv *srv = NULL;
+    struct sess_svc *sessions = NULL;
     if ((p->ops->preflight && p->ops->preflight(p, &err) < 0)) {
         die("preflight", &err);
         goto out;
@@ -134,8 +136,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "plimsolld: out of memory\n");
         goto out;
     }
+    if (cfg.sessions.max_sessions > 0) { /* sessions.md §3.1, §7: proved before they are offered */
+        if (!(sessions = sess_svc_new(&cfg.sessions, p, adm, &err))) {
+            die("configuration", &err);
+            goto out;
+        }
+        if (sess_svc_smoke_test(sessions, &err) < 0) {
+            fprintf(stderr, "plimsolld: sessions are not ready; refusing to serve: %s\n", err.msg);
+            goto out;
+        }
+    }
     struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
-                            .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters},
+                            .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters,
+                                    .sessions = sessions},
                             .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024};
     srv = srv_start(&sc, &err);
     if (!srv) {
@@ -149,11 +162,13 @@ int main(int argc, char **argv)
     json_t *f = json_object();
     json_object_set_new(f, "signal", json_string(sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     log_event("info", "draining", f);
+    sess_svc_shutdown(sessions); /* every session ends SHUTDOWN and gives its slot back */
     drain(srv, adm);
     log_event("info", "stopped", NULL);
     rc = 0;
 out:
     srv_free(srv);
+    sess_svc_free(sessions);
     adm_free(adm);
     plm_provider_free(p);
     free(counters.host_calls);

@@ -23,6 +23,7 @@
 #include "gate.h"
 #include "metrics.h"
 #include "server.h"
+#include "session_rpc.h"
 #include "slots.h"
 
 #define RPC_PREFIX "/plimsoll.v1.SandboxService/"
@@ -37,7 +38,7 @@ struct srv {
     atomic_uint active;  /* requests inside a procedure handler */
 };
 
-enum route { R_NONE, R_RUN, R_DESCRIBE, R_SESSION, R_HEALTHZ, R_READYZ };
+enum route { R_NONE, R_RUN, R_DESCRIBE, R_OPEN_SESSION, R_SESSION_RUN, R_CLOSE_SESSION, R_HEALTHZ, R_READYZ };
 
 struct req {
     char request_id[33]; /* "" when absent or invalid: nothing is echoed */
@@ -158,8 +159,12 @@ static enum route route_of(const char *method, const char *url)
         return R_RUN;
     if (strcmp(proc, "Describe") == 0)
         return R_DESCRIBE;
-    if (!strcmp(proc, "OpenSession") || !strcmp(proc, "SessionRun") || !strcmp(proc, "CloseSession"))
-        return R_SESSION;
+    if (!strcmp(proc, "OpenSession"))
+        return R_OPEN_SESSION;
+    if (!strcmp(proc, "SessionRun"))
+        return R_SESSION_RUN;
+    if (!strcmp(proc, "CloseSession"))
+        return R_CLOSE_SESSION;
     return R_NONE;
 }
 
@@ -269,6 +274,9 @@ static enum MHD_Result dispatch(struct srv *s, struct MHD_Connection *conn, stru
     switch (r->route) {
     case R_RUN: rpc_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
     case R_DESCRIBE: rpc_describe(&s->cfg.env, r->fmt, body, r->body.len, r->request_id, &a); break;
+    case R_OPEN_SESSION: rpc_open_session(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
+    case R_SESSION_RUN: rpc_session_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
+    case R_CLOSE_SESSION: rpc_close_session(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
     default: rpc_session_unsupported(&a, r->request_id); break;
     }
     atomic_fetch_sub(&s->active, 1);

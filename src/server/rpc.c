@@ -20,6 +20,7 @@
 #include "../wire/limits_scan.h"
 #include "grant.h"
 #include "log.h"
+#include "session_rpc.h"
 
 void rpc_error(struct rpc_answer *ans, const struct plm_err *err, const char *request_id)
 {
@@ -134,6 +135,7 @@ void rpc_describe(const struct rpc_env *env, enum rpc_fmt fmt, const char *body,
         rpc_error(ans, &err, request_id);
         return;
     }
+    sess_svc_describe(env->sessions, m); /* fields 15-20 */
     rpc_encode(ans, &m->base, fmt, request_id);
     protobuf_c_message_free_unpacked(&m->base, NULL);
 }

@@ -27,12 +27,14 @@ struct rpc_counters {
 };
 
 struct brk_profiles;
+struct sess_svc;
 
 struct rpc_env {
     struct plm_provider *provider;
     const struct brk_profiles *grants; /* NULL: no PLIMSOLL_GRANTS_FILE */
     struct adm *adm;
     struct rpc_counters *counters;
+    struct sess_svc *sessions; /* NULL: sessions off (session_rpc.h) */
 };
 
 struct rpc_answer {

@@ -16,7 +16,9 @@ const char *wire_connect_code(enum plm_err_kind kind)
     case PLM_E_UNSUPPORTED: return "unimplemented";
     case PLM_E_DISABLED:
     case PLM_E_ISOLATION:
-    case PLM_E_ENVIRONMENT: return "failed_precondition";
+    case PLM_E_ENVIRONMENT:
+    case PLM_E_ENDED: return "failed_precondition";
+    case PLM_E_NOT_FOUND: return "not_found";
     case PLM_E_CAPACITY: return "resource_exhausted";
     case PLM_E_UNAUTHENTICATED: return "unauthenticated";
     case PLM_E_PERMISSION: return "permission_denied";

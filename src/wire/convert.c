@@ -342,6 +342,22 @@ static Plimsoll__V1__JavaScriptResult *js_to_pb(const struct plm_js_result *j, b
     return m;
 }
 
+static Plimsoll__V1__CellResult *cell_to_pb(const struct plm_cell_result *c, bool *ok)
+{
+    Plimsoll__V1__CellResult *m = new_msg(&plimsoll__v1__cell_result__descriptor, ok);
+    if (!m)
+        return NULL;
+    m->stdout = dup_bytes(&c->out, ok);
+    m->stderr = dup_bytes(&c->err, ok);
+    m->exit_code = c->exit_code;
+    m->timed_out = c->timed_out;
+    m->stdout_truncated = c->out_truncated;
+    m->stderr_truncated = c->err_truncated;
+    m->interpreter_started = c->interpreter_started;
+    m->interpreter_ended = c->interpreter_ended;
+    return m;
+}
+
 static Plimsoll__V1__ProjectResult *project_to_pb(const struct plm_project_result *p, bool *ok)
 {
     Plimsoll__V1__ProjectResult *m = new_msg(&plimsoll__v1__project_result__descriptor, ok);
@@ -432,8 +448,13 @@ Plimsoll__V1__RunResponse *wire_response_to_pb(const struct plm_result *r, const
         if (m->project)
             m->result_case = PLIMSOLL__V1__RUN_RESPONSE__RESULT_PROJECT;
         break;
+    case PLM_KIND_CELL: /* sessions only */
+        m->cell = cell_to_pb(&r->cell, &ok);
+        if (m->cell)
+            m->result_case = PLIMSOLL__V1__RUN_RESPONSE__RESULT_CELL;
+        break;
     default:
-        break; /* modules and cells are not produced by any provider yet */
+        break; /* modules are not produced by any provider yet */
     }
     if (rec)
         m->record = record_to_pb(rec, &ok);

@@ -150,8 +150,14 @@ class Foundation(WireCase):
         self.assertEqual(hdrs["plimsoll-not-dispatched"], "request")
 
     def test_sessions_unimplemented(self):
-        for proc in ("OpenSession", "SessionRun", "CloseSession"):
-            self.assertRefused(self.d.call(proc, {"protocol": 3}), "unimplemented", "unsupported", 501)
+        # sessions.md §2 (which wins over wire.md §2): with sessions off only OpenSession is
+        # unimplemented; the other two find no session.
+        self.assertRefused(self.d.call("OpenSession", {"protocol": 3}), "unimplemented", "unsupported", 501)
+        for proc in ("SessionRun", "CloseSession"):
+            st, _, data, _ = self.d.call(proc, {"protocol": 3, "sessionId": "0" * 32})
+            body = json.loads(data)
+            self.assertEqual((st, body["code"]), (404, "not_found"))
+            self.assertEqual(body["details"][0]["value"], "CAE")
 
     def test_request_id_rules(self):
         for bad in ("A" * 32, "a" * 31, "a" * 33, "g" * 32):

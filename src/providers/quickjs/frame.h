@@ -65,7 +65,8 @@ void qf_put_u64(uint8_t *p, uint64_t v);
 #define QF_RES_TIMED_OUT 0x01u
 #define QF_RES_OUT_TRUNC 0x02u
 #define QF_RES_ERR_TRUNC 0x04u
-#define QF_RES_FLAGS_ALL 0x07u
+#define QF_RES_ENDED 0x08u /* sessions only: the interpreter ends with this run (the worker exits) */
+#define QF_RES_FLAGS_ALL 0x0fu
 #define QF_RESULT_FIXED 16u
 
 struct qf_result {
@@ -85,7 +86,10 @@ void qf_result_encode_fixed(uint8_t out[QF_RESULT_FIXED], int32_t exit_code, uin
  * __plimsoll_host_send and evaluates the client before the code (docs/quickjs.md, Grants). */
 #define QF_RUN_FIXED 12u
 #define QF_RUN_GRANT 0x01u
-#define QF_RUN_FLAGS_ALL 0x01u
+/* Sessions (session.c): after this run's RESULT the worker keeps its engine and waits for the
+ * next RUN, unless the run ended its interpreter (deadline, process.exit), which exits. */
+#define QF_RUN_SESSION 0x02u
+#define QF_RUN_FLAGS_ALL 0x03u
 #define QF_CLIENT_MAX (256u * 1024)
 struct qf_run {
     uint32_t timeout_ms;

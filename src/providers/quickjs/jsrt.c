@@ -47,6 +47,8 @@ struct jsrt {
     jsrt_host_fn *host;  /* the grant's transport; NULL without a grant */
     uint32_t host_calls; /* HOST_CALLs sent in this run (the frame's call_no) */
     uint64_t random_state; /* Math.random's (nat_random), seeded per worker by jsrt_adopt */
+    bool exit_called;      /* process.exit: finish() was reached from inside guest code */
+    bool print_completion; /* sessions: print the cell's completion value, as a REPL does */
 };
 
 static int64_t mono_ns(void)
@@ -138,6 +140,7 @@ static JSValue nat_exit(JSContext *ctx, JSValueConst this_val, int argc, JSValue
     if (argc > 0 && JS_ToInt32(ctx, &code, argv[0]) < 0)
         return JS_EXCEPTION;
     /* As a process would: the status is the low byte. */
+    self(ctx)->exit_called = true;
     finish(self(ctx), code & 0xff, false);
 }
 
@@ -515,6 +518,40 @@ static void install_grant(struct jsrt *r, const char *client, size_t client_len)
     JS_FreeValue(ctx, v);
 }
 
+/* Sessions: the evaluation's completion value (the async script's promise resolves to
+ * { value }) printed in inspect form through console.dir, unless it is undefined. An exception
+ * while printing is the cell's uncaught error, as it would be in the cell itself. */
+static void print_completion(struct jsrt *r)
+{
+    JSContext *ctx = r->ctx;
+    if (JS_PromiseState(ctx, r->eval_promise) != JS_PROMISE_FULFILLED)
+        return;
+    JSValue res = JS_PromiseResult(ctx, r->eval_promise);
+    JSValue v = JS_IsObject(res) ? JS_GetPropertyStr(ctx, res, "value") : JS_UNDEFINED;
+    JS_FreeValue(ctx, res);
+    if (JS_IsException(v))
+        die_uncaught(r, JS_GetException(ctx), false);
+    if (JS_IsUndefined(v))
+        return;
+    JSValue global = JS_GetGlobalObject(ctx);
+    JSValue console = JS_GetPropertyStr(ctx, global, "console");
+    JSValue dir = JS_GetPropertyStr(ctx, console, "dir");
+    JSValue out = JS_Call(ctx, dir, console, 1, (JSValueConst *)&v);
+    JS_FreeValue(ctx, dir);
+    JS_FreeValue(ctx, console);
+    JS_FreeValue(ctx, global);
+    JS_FreeValue(ctx, v);
+    if (JS_IsException(out))
+        die_uncaught(r, JS_GetException(ctx), false);
+    JS_FreeValue(ctx, out);
+    drain_jobs(r);
+}
+
+void jsrt_set_session(struct jsrt *r, bool session)
+{
+    r->print_completion = session;
+}
+
 void jsrt_run(struct jsrt *r, const char *code, size_t len, uint32_t timeout_ms, const char *client, size_t client_len,
               jsrt_host_fn *host)
 {
@@ -558,9 +595,32 @@ void jsrt_run(struct jsrt *r, const char *code, size_t len, uint32_t timeout_ms,
             die_uncaught(r, JS_GetException(ctx), false);
         JS_FreeValue(ctx, f);
     }
+    if (r->print_completion)
+        print_completion(r);
     JSValue c = JS_Call(ctx, r->h_exit_code, r->hooks, 0, NULL);
     int32_t code_out = 0;
     if (JS_IsException(c) || JS_ToInt32(ctx, &code_out, c) < 0)
         code_out = 1;
     finish(r, code_out & 0xff, false);
+}
+
+bool jsrt_exit_called(const struct jsrt *r)
+{
+    return r->exit_called;
+}
+
+void jsrt_next_run(struct jsrt *r)
+{
+    /* What the last run left behind for this one: output, pending rejections, its promise. The
+     * context itself (globals, functions, imports) is what a session keeps. */
+    r->out.len = r->err.len = 0;
+    r->out.truncated = r->err.truncated = false;
+    for (size_t i = 0; i < r->n_rej; i++) {
+        JS_FreeValue(r->ctx, r->rej[i].promise);
+        JS_FreeValue(r->ctx, r->rej[i].reason);
+    }
+    r->n_rej = 0;
+    r->rej_overflow = false;
+    r->host = NULL;
+    r->host_calls = 0;
 }

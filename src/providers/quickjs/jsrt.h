@@ -45,3 +45,12 @@ int jsrt_adopt(struct jsrt *r, uint64_t seed);
  * script, inside the same deadline; without one neither exists. */
 __attribute__((noreturn)) void jsrt_run(struct jsrt *r, const char *code, size_t len, uint32_t timeout_ms,
                                         const char *client, size_t client_len, jsrt_host_fn *host);
+
+/* Sessions: whether the run ended through process.exit (finish was reached from inside guest
+ * code, so the engine's stack is not clean and the worker must exit). */
+bool jsrt_exit_called(const struct jsrt *r);
+/* Sessions: after a run that finished with a clean stack (completion or an uncaught error at the
+ * top level), makes the engine ready for the next run in the same context. */
+void jsrt_next_run(struct jsrt *r);
+/* Sessions: a run prints its completion value (console.dir form) when it is not undefined. */
+void jsrt_set_session(struct jsrt *r, bool session);

@@ -63,10 +63,21 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The MON_ONCE rows one worker has used (bit i = mon_table[i]): a worker's whole life. */
+/* The MON_ONCE rows one worker has used (bit i = mon_table[i]): a worker's whole life, except for
+ * a session's kept worker, whose RESULT is once per RUN (mon_session_run starts each run with only
+ * READY marked, so a second RESULT within one run is still a violation). */
 struct mon_seen {
     unsigned once;
 };
+
+/* The bit of the MON_ONCE row for (type, state); 0 when there is none. */
+static unsigned mon_once_bit(uint16_t type, enum mon_state st)
+{
+    for (size_t i = 0; i < sizeof mon_table / sizeof mon_table[0]; i++)
+        if (mon_table[i].type == type && mon_table[i].state == st && (mon_table[i].how & MON_ONCE))
+            return 1u << i;
+    return 0;
+}
 
 /* The table, enforced: the row for (type, state) must exist, a MON_GRANT row needs a grant, and a
  * MON_ONCE row admits its frame once per worker (a second READY, RESULT or PROBE_RESULT is a
@@ -733,4 +744,66 @@ int mon_probe(struct qjs_pool *p, uint32_t probe, struct mon_probe_outcome *o, s
         }
     }
     return 0; /* cleanup_worker kills and reaps whatever is left */
+}
+
+/* ---- sessions (session.c): one worker kept across runs ---- */
+
+int mon_session_take(struct qjs_pool *p, struct qjs_worker *w, struct plm_err *err)
+{
+    struct mon_seen seen;
+    return take_ready(p, w, &seen, err);
+}
+
+int mon_session_run(struct qjs_worker *w, const char *code, size_t len, uint32_t timeout_ms,
+                    struct plm_js_result *out, int64_t *duration_ms, bool *ended, struct plm_err *err)
+{
+    memset(out, 0, sizeof *out);
+    *ended = true;
+    struct mon_seen seen = {.once = mon_once_bit(QF_READY, MON_SPAWNED)};
+    struct mon_run run = {.fd = w->fd, .seen = &seen, .seq = next_seq()};
+    uint8_t fixed[QF_RUN_FIXED];
+    qf_run_encode_fixed(fixed, timeout_ms, QF_RUN_SESSION, 0);
+    int64_t t0 = now_ms();
+    run.soft = t0 + timeout_ms;
+    run.hard = run.soft + MON_GRACE_MS;
+    enum mon_rc rc = send_frame3(w->fd, QF_RUN, run.seq, fixed, sizeof fixed, NULL, 0, code, len, run.hard);
+    struct qf_hdr h;
+    uint8_t *pl = NULL;
+    if (rc == MON_OK)
+        rc = mon_running(&run, &h, &pl);
+    *duration_ms = now_ms() - t0;
+    if (rc == MON_TIMEOUT) { /* stuck past its own deadline: the interpreter is killed */
+        qjs_worker_end(w);
+        out->exit_code = 124;
+        out->timed_out = true;
+        return 0;
+    }
+    if (rc != MON_OK) {
+        char st[96];
+        describe_status(qjs_worker_end(w), st, sizeof st);
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs session worker %s: %s",
+                           rc == MON_VIOLATION ? "broke the protocol" : "died mid-run", st);
+    }
+    struct qf_result res;
+    if (qf_result_decode(pl, h.len, &res) < 0) {
+        free(pl);
+        qjs_worker_end(w);
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker sent a malformed result");
+    }
+    out->exit_code = res.exit_code;
+    out->timed_out = res.flags & QF_RES_TIMED_OUT;
+    out->out_truncated = res.flags & QF_RES_OUT_TRUNC;
+    out->err_truncated = res.flags & QF_RES_ERR_TRUNC;
+    *ended = (res.flags & QF_RES_ENDED) != 0;
+    if (*ended)
+        qjs_worker_end(w); /* it is exiting on its own: reap it */
+    int r = copy_bytes(&out->out, res.out, res.out_len);
+    if (r == 0)
+        r = copy_bytes(&out->err, res.err, res.err_len);
+    free(pl);
+    if (r < 0) {
+        plm_bytes_done(&out->out);
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory copying the result");
+    }
+    return 0;
 }

@@ -95,6 +95,14 @@ bool mon_creds_no_caps(const struct mon_creds *c);
 int mon_play(int fd, const char *code, size_t len, const char *client_js, const struct plm_host_api *api,
              uint32_t timeout_ms, struct plm_js_result *out, struct plm_err *err);
 
+/* Sessions: a READY worker taken out of the pool to serve a session's runs. */
+int mon_session_take(struct qjs_pool *p, struct qjs_worker *w, struct plm_err *err);
+/* One run on a session's worker (QF_RUN_SESSION), without a grant. *ended: the interpreter ended
+ * with this run (deadline, process.exit), and the worker has been reaped. < 0 (never marked): the
+ * worker died or broke the protocol after the code was sent; it has been reaped too. */
+int mon_session_run(struct qjs_worker *w, const char *code, size_t len, uint32_t timeout_ms,
+                    struct plm_js_result *out, int64_t *duration_ms, bool *ended, struct plm_err *err);
+
 struct mon_probe_outcome {
     bool returned;      /* the worker answered PROBE_RESULT */
     int64_t ret;        /* the syscall's result */
@@ -131,3 +139,23 @@ struct qjs_proof_cfg {
  * stop). */
 int qjs_prove(struct qjs_pool *p, const struct qjs_proof_cfg *cfg, struct plm_evidence *ev,
               struct plm_err *err);
+
+/* ---- session.c: JavaScript sessions (the provider's session ops) ---- */
+
+struct plm_payload_env;
+struct plm_session;
+struct plm_session_spec;
+struct plm_session_opened;
+struct plm_run_ctx;
+enum plm_session_end;
+void qjs_session_env(struct plm_provider *p, struct plm_payload_env *e);
+int qjs_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
+                     struct plm_session_opened *info, struct plm_err *err);
+int qjs_session_run_cell(struct plm_provider *p, struct plm_session *s, const struct plm_run_ctx *ctx,
+                         const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                         struct plm_err *err);
+int qjs_session_run(struct plm_provider *p, struct plm_session *s, const struct plm_run_ctx *ctx,
+                    const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                    struct plm_err *err);
+int qjs_session_suspend(struct plm_provider *p, struct plm_session *s, bool *holds_memory, struct plm_err *err);
+int qjs_session_close(struct plm_provider *p, struct plm_session *s, struct plm_err *err);

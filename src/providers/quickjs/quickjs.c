@@ -162,6 +162,13 @@ static const struct plm_provider_ops qjs_ops = {
     .smoke_test = qjs_smoke,
     .run_javascript = qjs_run_js,
     .run_project = NULL,
+    /* JavaScript sessions, one kept worker each (session.c) */
+    .session_env = qjs_session_env,
+    .session_open = qjs_session_open,
+    .session_run = qjs_session_run,
+    .session_run_cell = qjs_session_run_cell,
+    .session_suspend = qjs_session_suspend,
+    .session_close = qjs_session_close,
     .destroy = qjs_destroy,
 };
 

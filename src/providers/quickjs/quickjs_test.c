@@ -508,8 +508,10 @@ static void test_frames(void)
     CHECK(qf_run_decode(run, QF_RUN_FIXED + 2, &rr) < 0); /* the client eats the code */
     qf_run_encode_fixed(run, 10, QF_RUN_GRANT, QF_CLIENT_MAX + 1);
     CHECK(qf_run_decode(run, QF_RUN_FIXED + 3, &rr) < 0);
-    qf_run_encode_fixed(run, 10, 0x2, 0);
+    qf_run_encode_fixed(run, 10, 0x4, 0);
     CHECK(qf_run_decode(run, QF_RUN_FIXED + 1, &rr) < 0); /* unknown run flag */
+    qf_run_encode_fixed(run, 10, QF_RUN_SESSION, 0);
+    CHECK(qf_run_decode(run, QF_RUN_FIXED + 1, &rr) == 0 && rr.flags == QF_RUN_SESSION); /* sessions */
     qf_hdr_encode(h, &(struct qf_hdr){.len = QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX, .type = QF_RUN});
     CHECK(qf_hdr_decode(h, &d) == 0);
     qf_hdr_encode(h, &(struct qf_hdr){.len = QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX + 1, .type = QF_RUN});

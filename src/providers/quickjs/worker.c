@@ -11,6 +11,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,6 +53,10 @@ static int write_full(const void *buf, size_t n)
 }
 
 static uint64_t request_seq;
+/* Sessions (QF_RUN_SESSION): where a finished run returns to wait for the next RUN. */
+static jmp_buf next_request;
+static bool session_run;
+static struct jsrt *session_engine;
 
 static int send_frame(uint16_t type, uint64_t seq, const uint8_t *payload, uint32_t len)
 {
@@ -105,8 +110,11 @@ __attribute__((noreturn)) static void finish_run(int32_t exit_code, bool timed_o
                                                  const struct jsrt_out *out, const struct jsrt_out *err)
 {
     uint8_t fixed[QF_RESULT_FIXED];
+    /* A session keeps the engine only when the run ended at the top level: a deadline or
+     * process.exit ended it from inside guest code, and so ends the interpreter too. */
+    bool keep = session_run && !timed_out && !jsrt_exit_called(session_engine);
     uint8_t flags = (uint8_t)((timed_out ? QF_RES_TIMED_OUT : 0) | (out->truncated ? QF_RES_OUT_TRUNC : 0) |
-                              (err->truncated ? QF_RES_ERR_TRUNC : 0));
+                              (err->truncated ? QF_RES_ERR_TRUNC : 0) | (session_run && !keep ? QF_RES_ENDED : 0));
     qf_result_encode_fixed(fixed, exit_code, flags, out->len, err->len);
     uint32_t len = QF_RESULT_FIXED + out->len + err->len; /* <= 16 + 2 * 64 KiB */
     uint8_t h[QF_HDR_LEN];
@@ -114,6 +122,8 @@ __attribute__((noreturn)) static void finish_run(int32_t exit_code, bool timed_o
     if (write_full(h, sizeof h) < 0 || write_full(fixed, sizeof fixed) < 0 ||
         write_full(out->data, out->len) < 0 || write_full(err->data, err->len) < 0)
         _exit(WK_EXIT_IO);
+    if (keep)
+        longjmp(next_request, 1);
     _exit(0);
 }
 
@@ -133,6 +143,15 @@ void wk_worker_main(int sock, const struct wk_params *p)
     if (send_frame(QF_READY, 0, NULL, 0) < 0)
         _exit(WK_EXIT_IO);
 
+    static uint8_t *payload_held; /* a session's previous request, freed when the next begins */
+    static char *client_held;
+    if (setjmp(next_request)) {
+        free(payload_held);
+        free(client_held);
+        payload_held = NULL;
+        client_held = NULL;
+        jsrt_next_run(rt);
+    }
     uint8_t hb[QF_HDR_LEN];
     struct qf_hdr h;
     if (read_full(hb, sizeof hb) < 0)
@@ -167,6 +186,15 @@ void wk_worker_main(int sock, const struct wk_params *p)
     struct qf_run run;
     if (qf_run_decode(payload, h.len, &run) < 0)
         _exit(WK_EXIT_PROTOCOL);
+    /* A session never carries a grant; a request changing mode mid-session is malformed. */
+    if ((run.flags & QF_RUN_SESSION) && (run.flags & QF_RUN_GRANT))
+        _exit(WK_EXIT_PROTOCOL);
+    if (session_run && !(run.flags & QF_RUN_SESSION))
+        _exit(WK_EXIT_PROTOCOL);
+    session_run = (run.flags & QF_RUN_SESSION) != 0;
+    session_engine = rt;
+    jsrt_set_session(rt, session_run);
+    payload_held = payload;
     /* run.code points into payload, which is NUL-terminated just past the code; the engine needs
      * the client NUL-terminated too, so it gets its own copy. */
     char *client = NULL;
@@ -177,6 +205,7 @@ void wk_worker_main(int sock, const struct wk_params *p)
         memcpy(client, run.client, run.client_len);
         client[run.client_len] = 0;
     }
+    client_held = client;
     jsrt_run(rt, (const char *)run.code, run.code_len, run.timeout_ms, client, run.client_len,
              (run.flags & QF_RUN_GRANT) ? host_call : NULL);
 }

@@ -1,0 +1,40 @@
+/* session_int.h: what the session files of src/server share (session_svc.c, session_rpc.c,
+ * session_run.c). Private to src/server. */
+#pragma once
+#include <pthread.h>
+
+#include "../core/session_registry.h"
+#include "../wire/connect_error.h"
+#include "../wire/session_error.h"
+#include "rpc_int.h"
+#include "session_rpc.h"
+
+#define SESS_CALL_CEILING_MS 300000u  /* §2.2 step 11: the 5-minute RPC ceiling */
+#define SESS_TURN_WAIT_MS 300000u     /* a waiter gives up after the RPC ceiling */
+#define SESS_RETRY_MS 1000u           /* a timer finding the turn busy tries again after this */
+#define SESS_MIN_IDLE_MS 1000u
+
+struct sess_svc {
+    struct sreg *reg;
+    struct plm_session_config cfg;
+    struct plm_provider *provider;
+    struct adm *adm;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop, thread_started, shut;
+    pthread_t thread;
+};
+
+/* Protocol number check shared by the three procedures (§2 step 1). */
+int sess_check_protocol(uint32_t p, struct plm_err *err);
+/* A Connect error with session details; internal errors are logged and replaced (wire.md §7.3). */
+void sess_error(struct rpc_answer *ans, const struct plm_err *err, const char *request_id,
+                const struct wire_session_details *d);
+/* The lookup miss of §2.2 step 2 / §2.3 step 2. */
+void sess_not_found(struct rpc_answer *ans, const char *request_id);
+/* Arms the entry's next timer: the idle (or claim) period from now, never past its lifetime. */
+void sess_arm_idle(struct sess_svc *svc, struct sreg_session *s, uint64_t now_ms);
+/* Ends a live session for `why` with its turn held: closes the sandbox, then gives back its slot. */
+void sess_end_now(struct sess_svc *svc, struct sreg_session *s, enum plm_session_end why, const char *detail);
+/* The audit line of a session event. */
+void sess_log(const char *event, const char *request_id, const struct sreg_session *s, json_t *extra);
