@@ -158,6 +158,9 @@ void cli_check_answer(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__
                       enum plm_tier floor, struct cli_outcome *o);
 /* Our process exit status for an outcome; `js` is the result when verdict is RAN/EVIDENCE. */
 int cli_exit_status(const struct cli_outcome *o, const Plimsoll__V1__JavaScriptResult *js);
+/* A run time limit in seconds, 0 < s <= 300 (fractions allowed), as the timeoutMs sent; -1
+ * for anything else (NaN and infinities included). */
+int cli_timeout_ms(double seconds, int32_t *ms);
 /* A short machine name for a verdict: ran, refused, evidence_mismatch, record_mismatch,
  * transport_error, error. */
 const char *cli_verdict_name(enum cli_verdict v);
@@ -185,6 +188,31 @@ void cli_card_print(FILE *f, const struct cli_run_report *r);
 json_t *cli_card_json(const struct cli_run_report *r);
 /* Prints a DescribeResponse as text. */
 void cli_describe_print(FILE *f, const Plimsoll__V1__DescribeResponse *d);
+
+/* ---- call.c: one checked Run and one Describe (shared by run, describe and mcp) ---- */
+
+struct cli_run_call {
+    char rid[33];
+    const char *floor;                          /* as sent, "" = none */
+    struct cli_outcome o;
+    Plimsoll__V1__RunResponse *resp;            /* owned; NULL when no decoded answer */
+    const Plimsoll__V1__JavaScriptResult *js;   /* the result when `checked`, else NULL */
+    bool checked;                               /* verdict ran or evidence mismatch: output vouched for */
+    struct cli_run_report rep;                  /* points into this struct: never copy it */
+};
+/* Sends one snippet (code must be UTF-8 without NUL; floor "" or process..vm, else -1 and nothing
+ * is sent) and checks the answer. 0 with *call filled whatever the daemon said; free with
+ * cli_run_call_done. */
+int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *floor, int32_t timeout_ms,
+                       struct cli_run_call *call);
+void cli_run_call_done(struct cli_run_call *call);
+/* Describe: the decoded answer (free with protobuf_c_message_free_unpacked), or NULL with *o
+ * saying why (transport, mismatch or a classified error answer). */
+Plimsoll__V1__DescribeResponse *cli_describe_call(const struct cli_conn *conn, struct cli_outcome *o);
+
+/* ---- mcp*.c: `plimsoll mcp` ---- */
+int cli_cmd_mcp(int argc, char **argv);
+void cli_usage_mcp(FILE *f);
 
 /* ---- subcommands ---- */
 int cli_cmd_describe(int argc, char **argv);
