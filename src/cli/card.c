@@ -141,7 +141,9 @@ void cli_card_print(FILE *f, const struct cli_run_report *r)
     if (r->output_withheld && js)
         fprintf(f, "%-16s withheld (%zu bytes stdout, %zu bytes stderr): the record does not vouch for it\n",
                 "guest output:", js->stdout.len, js->stderr.len);
-    if (resp)
+    if (resp && r->elapsed_s < 0) /* the daemon's own view (its UI ring): no round trip */
+        fprintf(f, "%-16s %lld ms\n", "duration:", (long long)resp->duration_ms);
+    else if (resp)
         fprintf(f, "%-16s %lld ms (round trip %.0f ms)\n", "duration:", (long long)resp->duration_ms,
                 r->elapsed_s * 1000.0);
     else if (r->elapsed_s > 0)

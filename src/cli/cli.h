@@ -180,7 +180,7 @@ struct cli_run_report {
     const struct cli_outcome *o;
     const Plimsoll__V1__RunResponse *resp;    /* NULL when no decoded answer */
     bool output_withheld;                     /* record mismatch: guest output not printed */
-    double elapsed_s;
+    double elapsed_s;                         /* round trip; < 0: none (the daemon's own view) */
     int exit_status;
 };
 void cli_card_print(FILE *f, const struct cli_run_report *r);

@@ -18,6 +18,7 @@ struct plm_config {
     const char *clients_file;
     const char *grants_file;
     bool insecure;
+    bool ui; /* PLIMSOLL_UI=1 */
     enum cfg_provider provider;
     const char *provider_name; /* as the operator wrote it, lower-cased: "quickjs" or "wasm" ... */
     enum plm_tier min_isolation; /* UNKNOWN when unset */

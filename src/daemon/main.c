@@ -15,6 +15,7 @@
 #include "../server/auth.h"
 #include "../server/log.h"
 #include "../server/server.h"
+#include "../server/ui_ring.h"
 #include "config.h"
 #include "providers.h"
 
@@ -110,6 +111,7 @@ int main(int argc, char **argv)
     static struct rpc_counters counters;
     struct adm *adm = NULL;
     struct srv *srv = NULL;
+    struct ui_ring *ring = NULL; /* PLIMSOLL_UI=1 only */
     if ((p->ops->preflight && p->ops->preflight(p, &err) < 0)) {
         die("preflight", &err);
         goto out;
@@ -134,9 +136,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "plimsolld: out of memory\n");
         goto out;
     }
+    if (cfg.ui && !(ring = ui_ring_new())) {
+        fprintf(stderr, "plimsolld: out of memory\n");
+        goto out;
+    }
     struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
-                            .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters},
-                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024};
+                            .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters, .ring = ring},
+                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024, .ui = cfg.ui};
     srv = srv_start(&sc, &err);
     if (!srv) {
         die("listener", &err);
@@ -154,6 +160,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     srv_free(srv);
+    ui_ring_free(ring);
     adm_free(adm);
     plm_provider_free(p);
     free(counters.host_calls);

@@ -18,6 +18,7 @@
 #include "../wire/json_codec.h"
 #include "grant.h"
 #include "log.h"
+#include "ui_ring.h"
 
 static uint64_t mono_ms(void)
 {
@@ -395,6 +396,7 @@ answered_error:
     au.err = &err;
     audit(env, request_id, &au);
 done:
+    ui_ring_note(env->ring, request_id, who->id, m, ans); /* PLIMSOLL_UI's run cards; no-op when off */
     grant_end(&g, NULL);
     json_decref(au.extra);
     free(rule_id);

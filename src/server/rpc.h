@@ -27,12 +27,14 @@ struct rpc_counters {
 };
 
 struct brk_profiles;
+struct ui_ring;
 
 struct rpc_env {
     struct plm_provider *provider;
     const struct brk_profiles *grants; /* NULL: no PLIMSOLL_GRANTS_FILE */
     struct adm *adm;
     struct rpc_counters *counters;
+    struct ui_ring *ring; /* PLIMSOLL_UI=1: the last run cards for the page (ui_ring.h); else NULL */
 };
 
 struct rpc_answer {

@@ -1,6 +1,7 @@
 /* server.h: the HTTP listener (libmicrohttpd) for the RPC procedures, /healthz and /readyz, and
  * the separate metrics listener. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../core/err.h"
@@ -15,6 +16,7 @@ struct srv_config {
     struct rpc_env env;
     unsigned max_decode;      /* requests whose bodies are held at once (2 x max concurrent) */
     unsigned max_connections;
+    bool ui; /* PLIMSOLL_UI=1: serve the read-only page (ui.h) on GET /, /ui and /ui/... */
 };
 
 struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err);
