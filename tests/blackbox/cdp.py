@@ -214,8 +214,12 @@ class Browser:
             self.pump(0.1)
         raise TimeoutError("never true: " + expression)
 
-    def screenshot(self, path):
-        r = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+    def screenshot(self, path, clip=None):
+        """The whole page, or clip = (x, y, width, height) of it, as PNG."""
+        params = {"format": "png", "captureBeyondViewport": True}
+        if clip:
+            params["clip"] = dict(zip(("x", "y", "width", "height"), clip), scale=1)
+        r = self.call("Page.captureScreenshot", params)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(base64.b64decode(r["data"]))

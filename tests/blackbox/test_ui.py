@@ -105,6 +105,7 @@ class Page(unittest.TestCase):
             self.assertIn("floor-above", self.b.eval("document.querySelector('#gauge li.floor').className"))
             if floor == "vm":
                 self.b.screenshot(os.path.join(SHOTS, "ui-refused.png"))
+                self.b.screenshot(os.path.join(SHOTS, "ui-interlock.png"), clip=(0, 0, 1200, 680))
         # At or below: admission, and no refusal card.
         self.choose("process")
         self.assertEqual(self.state(), "admitted")
