@@ -34,6 +34,9 @@ static void test_reader(void)
     size_t big = MCP_LINE_MAX + 100;
     size_t total = big + 64;
     char *data = malloc(total);
+    CHECK(data != NULL);
+    if (!data)
+        return;
     size_t n = 0;
     n += (size_t)sprintf(data + n, "one\n\ntwo\r\n");
     memset(data + n, 'x', big);
