@@ -13,7 +13,11 @@
 #include "../src/cli/mcp.h"
 
 const char *cli_base_url(const char *flag) { return flag ? flag : "http://127.0.0.1:1"; }
-json_t *mcp_tools_list(void) { return json_pack("{s:[]}", "tools"); }
+json_t *mcp_tools_list(const struct mcp_server *s)
+{
+    (void)s;
+    return json_pack("{s:[]}", "tools");
+}
 json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
                        const char **rpc_msg)
 {

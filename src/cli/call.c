@@ -15,37 +15,23 @@
 #define RUN_PATH "/plimsoll.v1.SandboxService/Run"
 #define DESCRIBE_PATH "/plimsoll.v1.SandboxService/Describe"
 
-int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *floor, int32_t timeout_ms,
-                       struct cli_run_call *call)
+/* Sends req (fully built by the caller, floor already checked) and checks the answer. */
+static void run_request(const struct cli_conn *conn, const Plimsoll__V1__RunRequest *req, enum plm_tier floor_tier,
+                        struct cli_run_call *call)
 {
-    memset(call, 0, sizeof *call);
-    call->floor = floor ? floor : "";
     struct plm_err err = {0};
-    enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
-    if (tier_parse_floor(call->floor, &floor_tier, &err) < 0)
-        return -1; /* judged locally by every caller before this; nothing is sent */
-
-    Plimsoll__V1__JavaScriptRun js = PLIMSOLL__V1__JAVA_SCRIPT_RUN__INIT;
-    js.code = (char *)code;
-    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
-    req.protocol = CLI_PROTOCOL;
-    req.minimum_isolation = (char *)call->floor;
-    req.timeout_ms = timeout_ms;
-    req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_JAVASCRIPT;
-    req.javascript = &js;
-
     call->rep.request_id = call->rid;
     call->rep.floor = call->floor;
     call->rep.o = &call->o;
     size_t body_len = 0;
-    cleanup_free char *body = wire_json_encode(&req.base, &body_len);
+    cleanup_free char *body = wire_json_encode(&req->base, &body_len);
     if (!body || cli_request_id(call->rid) < 0) {
         call->o.verdict = CLI_V_TRANSPORT;
         call->o.not_sent = true;
         snprintf(call->o.message, sizeof call->o.message, "%s", body ? "getrandom failed" : "out of memory");
         call->rep.request_id = NULL;
         call->rep.exit_status = CLI_EXIT_TRANSPORT;
-        return 0;
+        return;
     }
 
     struct cli_http_answer ans;
@@ -61,20 +47,62 @@ int cli_run_javascript(const struct cli_conn *conn, const char *code, const char
             call->o.verdict = CLI_V_TRANSPORT;
             snprintf(call->o.message, sizeof call->o.message, "malformed response: %.480s", err.msg);
         } else {
-            cli_check_answer(&req, call->resp, floor_tier, &call->o);
+            cli_check_answer(req, call->resp, floor_tier, &call->o);
         }
     }
     call->rep.elapsed_s = ans.elapsed_s;
     cli_http_answer_done(&ans);
 
     const Plimsoll__V1__RunResponse *resp = call->resp;
+    call->checked = resp && (call->o.verdict == CLI_V_RAN || call->o.verdict == CLI_V_EVIDENCE_MISMATCH);
     const Plimsoll__V1__JavaScriptResult *jr =
         resp && resp->result_case == PLIMSOLL__V1__RUN_RESPONSE__RESULT_JAVASCRIPT ? resp->javascript : NULL;
-    call->checked = resp && (call->o.verdict == CLI_V_RAN || call->o.verdict == CLI_V_EVIDENCE_MISMATCH);
+    const Plimsoll__V1__ProjectResult *pr =
+        resp && resp->result_case == PLIMSOLL__V1__RUN_RESPONSE__RESULT_PROJECT ? resp->project : NULL;
     call->js = call->checked ? jr : NULL;
+    call->project = call->checked ? pr : NULL;
     call->rep.resp = resp;
     call->rep.output_withheld = resp && !call->checked;
-    call->rep.exit_status = cli_exit_status(&call->o, jr);
+    call->rep.exit_status = req->payload_case == PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_PROJECT
+                                ? cli_exit_status_project(&call->o, pr)
+                                : cli_exit_status(&call->o, jr);
+}
+
+int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *floor, int32_t timeout_ms,
+                       struct cli_run_call *call)
+{
+    memset(call, 0, sizeof *call);
+    call->floor = floor ? floor : "";
+    enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
+    if (tier_parse_floor(call->floor, &floor_tier, NULL) < 0)
+        return -1; /* judged locally by every caller before this; nothing is sent */
+    Plimsoll__V1__JavaScriptRun js = PLIMSOLL__V1__JAVA_SCRIPT_RUN__INIT;
+    js.code = (char *)code;
+    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
+    req.protocol = CLI_PROTOCOL;
+    req.minimum_isolation = (char *)call->floor;
+    req.timeout_ms = timeout_ms;
+    req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_JAVASCRIPT;
+    req.javascript = &js;
+    run_request(conn, &req, floor_tier, call);
+    return 0;
+}
+
+int cli_run_project(const struct cli_conn *conn, Plimsoll__V1__ProjectRun *project, const char *floor,
+                    int32_t timeout_ms, struct cli_run_call *call)
+{
+    memset(call, 0, sizeof *call);
+    call->floor = floor ? floor : "";
+    enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
+    if (tier_parse_floor(call->floor, &floor_tier, NULL) < 0)
+        return -1;
+    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
+    req.protocol = CLI_PROTOCOL;
+    req.minimum_isolation = (char *)call->floor;
+    req.timeout_ms = timeout_ms;
+    req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_PROJECT;
+    req.project = project;
+    run_request(conn, &req, floor_tier, call);
     return 0;
 }
 
@@ -84,6 +112,7 @@ void cli_run_call_done(struct cli_run_call *call)
         protobuf_c_message_free_unpacked(&call->resp->base, NULL);
     call->resp = NULL;
     call->js = NULL;
+    call->project = NULL;
     call->rep.resp = NULL;
 }
 

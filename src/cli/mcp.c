@@ -119,7 +119,7 @@ json_t *mcp_handle(struct mcp_server *s, json_t *msg)
         if (!s->initialized)
             return error_answer(id, RPC_INVALID_REQUEST, "initialize first");
         if (strcmp(method, "tools/list") == 0)
-            return result_answer(id, mcp_tools_list());
+            return result_answer(id, mcp_tools_list(s));
         const char *name = json_string_value(json_object_get(params, "name"));
         json_t *args = json_object_get(params, "arguments");
         if (!name)

@@ -40,6 +40,21 @@ struct mcp_server {
 json_t *mcp_handle(struct mcp_server *s, json_t *msg);
 /* The tools: the tools/list result, and one tools/call result (a CallToolResult object), or NULL
  * with *rpc_code and *rpc_msg set for a protocol error (unknown tool). */
-json_t *mcp_tools_list(void);
+json_t *mcp_tools_list(const struct mcp_server *s);
 json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
                        const char **rpc_msg);
+
+/* mcp_tools.c helpers shared with mcp_project.c. */
+/* A CallToolResult: text, then the card when non-NULL; takes the reference to structured. */
+json_t *mcp_tool_result(bool is_error, const char *text, const char *card, json_t *structured);
+/* A tool error for bad arguments: "invalid arguments: WHY. Nothing was sent; no code ran." */
+json_t *mcp_bad_arguments(const char *why);
+/* The text run card (card.c) as a malloc'd string. */
+char *mcp_capture_card(const struct cli_run_report *rep);
+/* The words for a verdict other than ran / evidence mismatch. */
+void mcp_failure_text(FILE *m, const struct cli_outcome *o, const char *url);
+
+/* mcp_project.c: the run_project tool. */
+json_t *mcp_project_tool(void);
+bool mcp_daemon_runs_projects(const struct mcp_server *s);
+json_t *mcp_run_project(const struct mcp_server *s, json_t *args);

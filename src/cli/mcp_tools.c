@@ -13,7 +13,7 @@
 #include "../wire/json_codec.h"
 #include "mcp.h"
 
-json_t *mcp_tools_list(void)
+static json_t *base_tools(void)
 {
     return json_pack(
         "{s:[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}, s:{s:s, s:[s,s,s,s], s:s}},"
@@ -40,7 +40,7 @@ json_t *mcp_tools_list(void)
 }
 
 /* A CallToolResult; takes the reference to structured (may be NULL). */
-static json_t *tool_result(bool is_error, const char *text, const char *card, json_t *structured)
+json_t *mcp_tool_result(bool is_error, const char *text, const char *card, json_t *structured)
 {
     json_t *content = json_array();
     json_t *r = json_object();
@@ -60,15 +60,15 @@ static json_t *tool_result(bool is_error, const char *text, const char *card, js
     return r;
 }
 
-static json_t *bad_arguments(const char *why)
+json_t *mcp_bad_arguments(const char *why)
 {
     char text[320];
     snprintf(text, sizeof text, "invalid arguments: %s. Nothing was sent; no code ran.", why);
-    return tool_result(true, text, NULL, NULL);
+    return mcp_tool_result(true, text, NULL, NULL);
 }
 
 /* Text printed by a FILE* writer, as a malloc'd string. */
-static char *capture_card(const struct cli_run_report *rep)
+char *mcp_capture_card(const struct cli_run_report *rep)
 {
     char *buf = NULL;
     size_t n = 0;
@@ -83,6 +83,36 @@ static char *capture_card(const struct cli_run_report *rep)
     return buf;
 }
 
+void mcp_failure_text(FILE *m, const struct cli_outcome *o, const char *url)
+{
+    char reason[32];
+    switch (o->verdict) {
+    case CLI_V_RAN:
+    case CLI_V_EVIDENCE_MISMATCH:
+        break;
+    case CLI_V_REFUSED:
+        cli_reason_name(o->refusal, reason, sizeof reason);
+        fprintf(m, "Refused before dispatch (%s): no code ran. The daemon said: %s: %s\n", reason, o->code, o->message);
+        break;
+    case CLI_V_TRANSPORT:
+        if (o->not_sent)
+            fprintf(m, "The plimsoll daemon at %s could not be reached (%s). Nothing was sent; no code ran.\n",
+                    url, o->message);
+        else
+            fprintf(m, "Transport error talking to %s: %s. The code may have run; do not retry blindly.\n", url,
+                    o->message);
+        break;
+    case CLI_V_RECORD_MISMATCH:
+        fprintf(m, "Record mismatch: %s. The answer cannot be trusted and its output is withheld; the code may "
+                   "have run.\n", o->message);
+        break;
+    case CLI_V_ERROR:
+        fprintf(m, "The daemon answered an error that may have followed a run (%s: %s); do not retry blindly.\n",
+                o->code, o->message);
+        break;
+    }
+}
+
 /* The readable text of a run: the guest's output for a checked run, else what went wrong. */
 static char *run_text(const struct cli_run_call *call, const json_t *j, const char *url)
 {
@@ -92,7 +122,6 @@ static char *run_text(const struct cli_run_call *call, const json_t *j, const ch
     if (!m)
         return NULL;
     const struct cli_outcome *o = &call->o;
-    char reason[32];
     switch (o->verdict) {
     case CLI_V_RAN:
     case CLI_V_EVIDENCE_MISMATCH: {
@@ -117,25 +146,8 @@ static char *run_text(const struct cli_run_call *call, const json_t *j, const ch
             fprintf(m, "\nexit code: %d%s\n", call->js->exit_code, call->js->timed_out ? " (timed out)" : "");
         break;
     }
-    case CLI_V_REFUSED:
-        cli_reason_name(o->refusal, reason, sizeof reason);
-        fprintf(m, "Refused before dispatch (%s): no code ran. The daemon said: %s: %s\n", reason, o->code, o->message);
-        break;
-    case CLI_V_TRANSPORT:
-        if (o->not_sent)
-            fprintf(m, "The plimsoll daemon at %s could not be reached (%s). Nothing was sent; no code ran.\n",
-                    url, o->message);
-        else
-            fprintf(m, "Transport error talking to %s: %s. The code may have run; do not retry blindly.\n", url,
-                    o->message);
-        break;
-    case CLI_V_RECORD_MISMATCH:
-        fprintf(m, "Record mismatch: %s. The answer cannot be trusted and its output is withheld; the code may "
-                   "have run.\n", o->message);
-        break;
-    case CLI_V_ERROR:
-        fprintf(m, "The daemon answered an error that may have followed a run (%s: %s); do not retry blindly.\n",
-                o->code, o->message);
+    default:
+        mcp_failure_text(m, o, url);
         break;
     }
     if (fclose(m) != 0) {
@@ -155,20 +167,20 @@ static json_t *run_javascript(const struct mcp_server *s, json_t *args)
         for (size_t i = 0; i < 3; i++)
             ok |= strcmp(key, known[i]) == 0;
         if (!ok)
-            return bad_arguments("unknown argument (expected code, timeout, min_isolation)");
+            return mcp_bad_arguments("unknown argument (expected code, timeout, min_isolation)");
     }
     json_t *code = json_object_get(args, "code");
     if (!json_is_string(code))
-        return bad_arguments("code must be a string");
+        return mcp_bad_arguments("code must be a string");
     size_t code_len = json_string_length(code);
     if (strlen(json_string_value(code)) != code_len)
-        return bad_arguments("code contains a NUL character");
+        return mcp_bad_arguments("code contains a NUL character");
     if (code_len > LIM_CODE_MAX)
-        return bad_arguments("code is larger than 256 KiB");
+        return mcp_bad_arguments("code is larger than 256 KiB");
     int32_t timeout_ms = 0;
     json_t *t = json_object_get(args, "timeout");
     if (t && !json_is_null(t) && (!json_is_number(t) || cli_timeout_ms(json_number_value(t), &timeout_ms) < 0))
-        return bad_arguments("timeout must be a number of seconds, 0 < timeout <= 300");
+        return mcp_bad_arguments("timeout must be a number of seconds, 0 < timeout <= 300");
     const char *floor = "";
     json_t *fl = json_object_get(args, "min_isolation");
     enum plm_tier floor_tier;
@@ -176,27 +188,27 @@ static json_t *run_javascript(const struct mcp_server *s, json_t *args)
     if (fl && !json_is_null(fl)) {
         floor = json_string_value(fl);
         if (!floor || !*floor || tier_parse_floor(floor, &floor_tier, &err) < 0)
-            return bad_arguments("min_isolation must be process, container, kernel or vm");
+            return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
     }
 
     char *token = NULL;
     if (cli_token_load(s->token_file, &token, &err) < 0) {
         char text[640];
         snprintf(text, sizeof text, "cannot read the bearer token: %s. Nothing was sent; no code ran.", err.msg);
-        return tool_result(true, text, NULL, NULL);
+        return mcp_tool_result(true, text, NULL, NULL);
     }
     struct cli_conn conn = {.url = s->url, .token = token};
     struct cli_run_call call;
     int r = cli_run_javascript(&conn, json_string_value(code), floor, timeout_ms, &call);
     cli_token_free(token);
     if (r < 0)
-        return bad_arguments("min_isolation must be process, container, kernel or vm");
+        return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
     json_t *j = cli_card_json(&call.rep);
-    cleanup_free char *card = capture_card(&call.rep);
+    cleanup_free char *card = mcp_capture_card(&call.rep);
     cleanup_free char *text = j ? run_text(&call, j, s->url) : NULL;
     json_t *res = NULL;
     if (j && card && text)
-        res = tool_result(call.o.verdict != CLI_V_RAN, text, card, json_incref(j));
+        res = mcp_tool_result(call.o.verdict != CLI_V_RAN, text, card, json_incref(j));
     json_decref(j);
     cli_run_call_done(&call);
     return res;
@@ -205,13 +217,13 @@ static json_t *run_javascript(const struct mcp_server *s, json_t *args)
 static json_t *describe(const struct mcp_server *s, json_t *args)
 {
     if (args && json_object_size(args) > 0)
-        return bad_arguments("describe takes no arguments");
+        return mcp_bad_arguments("describe takes no arguments");
     struct plm_err err = {0};
     char *token = NULL;
     if (cli_token_load(s->token_file, &token, &err) < 0) {
         char text[640];
         snprintf(text, sizeof text, "cannot read the bearer token: %s", err.msg);
-        return tool_result(true, text, NULL, NULL);
+        return mcp_tool_result(true, text, NULL, NULL);
     }
     struct cli_conn conn = {.url = s->url, .token = token};
     struct cli_outcome o;
@@ -224,7 +236,7 @@ static json_t *describe(const struct mcp_server *s, json_t *args)
         else
             snprintf(text, sizeof text, "Describe failed at %s: %s%s%s", s->url, o.code, o.code[0] ? ": " : "",
                      o.message);
-        return tool_result(true, text, NULL, NULL);
+        return mcp_tool_result(true, text, NULL, NULL);
     }
     cleanup_free char *buf = NULL;
     size_t n = 0;
@@ -242,7 +254,18 @@ static json_t *describe(const struct mcp_server *s, json_t *args)
     json_t *structured = js ? json_loadb(js, jn, 0, NULL) : NULL;
     if (!structured)
         return NULL;
-    return tool_result(d->protocol != CLI_PROTOCOL, buf, NULL, structured);
+    return mcp_tool_result(d->protocol != CLI_PROTOCOL, buf, NULL, structured);
+}
+
+/* run_project is listed only when the daemon says it runs projects (a Describe per list). */
+json_t *mcp_tools_list(const struct mcp_server *s)
+{
+    json_t *r = base_tools();
+    if (!r)
+        return NULL;
+    if (mcp_daemon_runs_projects(s))
+        json_array_append_new(json_object_get(r, "tools"), mcp_project_tool());
+    return r;
 }
 
 json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
@@ -254,6 +277,8 @@ json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *arg
     json_t *r = NULL;
     if (strcmp(name, "run_javascript") == 0) {
         r = run_javascript(s, args);
+    } else if (strcmp(name, "run_project") == 0) {
+        r = mcp_run_project(s, args);
     } else if (strcmp(name, "describe") == 0) {
         r = describe(s, args);
     } else {

@@ -92,7 +92,9 @@ void ui_ring_note(struct ui_ring *r, const char *request_id, const char *caller,
                                  .resp = resp,
                                  .output_withheld = resp && !checked,
                                  .elapsed_s = -1, /* no round trip seen from inside the daemon */
-                                 .exit_status = cli_exit_status(&o, js)};
+                                 .exit_status = sent->payload_case == PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_PROJECT
+                                                    ? cli_exit_status_project(&o, resp ? resp->project : NULL)
+                                                    : cli_exit_status(&o, js)};
     copy(c->verdict, sizeof c->verdict, cli_verdict_name(o.verdict));
     if (resp) {
         copy(c->tier, sizeof c->tier, resp->isolation);
