@@ -58,5 +58,9 @@ int main(void)
     CHECK(load(ENV("PLIMSOLL_GRANTS_FILE=/x"), &c, &err) == 0 && strcmp(c.grants_file, "/x") == 0);
     CHECK(load(ENV("SANDBOX_MAX_SESSIONS=4"), &c, &err) < 0);
     CHECK(load(ENV("PLIMSOLL_INSECURE=yes"), &c, &err) < 0);
+    CHECK(load(ENV("PLIMSOLL_INSECURE=1"), &c, &err) == 0 && !c.ui); /* off by default */
+    CHECK(load(ENV("PLIMSOLL_UI=1"), &c, &err) == 0 && c.ui);
+    CHECK(load(ENV("PLIMSOLL_UI=0"), &c, &err) == 0 && !c.ui);
+    CHECK(load(ENV("PLIMSOLL_UI=on"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_UI"));
     return unit_done();
 }
