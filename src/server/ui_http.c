@@ -25,7 +25,7 @@ bool ui_route(const char *url)
 }
 
 static enum MHD_Result ui_send(struct MHD_Connection *conn, unsigned status, const char *ctype, void *body, size_t len,
-                            enum MHD_ResponseMemoryMode mode)
+                               enum MHD_ResponseMemoryMode mode)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
     if (!resp) {
