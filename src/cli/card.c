@@ -141,7 +141,11 @@ void cli_card_print(FILE *f, const struct cli_run_report *r)
     if (r->output_withheld && js)
         fprintf(f, "%-16s withheld (%zu bytes stdout, %zu bytes stderr): the record does not vouch for it\n",
                 "guest output:", js->stdout.len, js->stderr.len);
-    if (resp)
+    if (resp && resp->result_case == PLIMSOLL__V1__RUN_RESPONSE__RESULT_PROJECT && resp->project)
+        cli_card_print_project(f, resp->project, has_checked_result(r));
+    if (resp && r->elapsed_s < 0) /* the daemon's own view (its UI ring): no round trip */
+        fprintf(f, "%-16s %lld ms\n", "duration:", (long long)resp->duration_ms);
+    else if (resp)
         fprintf(f, "%-16s %lld ms (round trip %.0f ms)\n", "duration:", (long long)resp->duration_ms,
                 r->elapsed_s * 1000.0);
     else if (r->elapsed_s > 0)
@@ -179,7 +183,7 @@ static int set_str(json_t *o, const char *k, const char *v)
     return json_object_set_new(o, k, s);
 }
 
-static int set_output(json_t *o, const char *k, const char *enc_k, const ProtobufCBinaryData *b)
+int cli_json_set_bytes(json_t *o, const char *k, const char *enc_k, const ProtobufCBinaryData *b)
 {
     if (cli_utf8_valid(b->data, b->len)) {
         if (json_object_set_new(o, k, json_stringn(b->len ? (const char *)b->data : "", b->len)) < 0)
@@ -275,10 +279,12 @@ json_t *cli_card_json(const struct cli_run_report *r)
         if (r->output_withheld) {
             bad |= json_object_set_new(j, "output_withheld", json_true());
         } else {
-            bad |= set_output(j, "stdout", "stdout_encoding", &js->stdout);
-            bad |= set_output(j, "stderr", "stderr_encoding", &js->stderr);
+            bad |= cli_json_set_bytes(j, "stdout", "stdout_encoding", &js->stdout);
+            bad |= cli_json_set_bytes(j, "stderr", "stderr_encoding", &js->stderr);
         }
     }
+    if (resp && resp->result_case == PLIMSOLL__V1__RUN_RESPONSE__RESULT_PROJECT && resp->project)
+        bad |= cli_card_json_project(j, resp->project, r->output_withheld);
     if (bad)
         return NULL;
     return take_ptr(&j);

@@ -5,6 +5,7 @@
  * Invariant: "refused before dispatch" is reached only from a bound error stating a reason;
  * every failed or unparsable check reads as "may have run", never as "nothing ran". */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "../core/base64.h"
 #include "../core/cleanup.h"
+#include "../core/limits.h"
 #include "../wire/convert.h"
 #include "cli.h"
 
@@ -432,4 +434,13 @@ void cli_reason_name(int reason, char *buf, size_t len)
         snprintf(buf, len, "%s", plm_refusal_name((enum plm_refusal)reason));
     else
         snprintf(buf, len, "reason %d", reason);
+}
+
+int cli_timeout_ms(double seconds, int32_t *ms)
+{
+    if (!isfinite(seconds) || seconds <= 0 || seconds > LIM_TIMEOUT_MS_MAX / 1000.0)
+        return -1;
+    long long m = llround(seconds * 1000.0);
+    *ms = (int32_t)(m < 1 ? 1 : m);
+    return 0;
 }

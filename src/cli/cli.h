@@ -158,6 +158,9 @@ void cli_check_answer(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__
                       enum plm_tier floor, struct cli_outcome *o);
 /* Our process exit status for an outcome; `js` is the result when verdict is RAN/EVIDENCE. */
 int cli_exit_status(const struct cli_outcome *o, const Plimsoll__V1__JavaScriptResult *js);
+/* A run time limit in seconds, 0 < s <= 300 (fractions allowed), as the timeoutMs sent; -1
+ * for anything else (NaN and infinities included). */
+int cli_timeout_ms(double seconds, int32_t *ms);
 /* A short machine name for a verdict: ran, refused, evidence_mismatch, record_mismatch,
  * transport_error, error. */
 const char *cli_verdict_name(enum cli_verdict v);
@@ -177,14 +180,57 @@ struct cli_run_report {
     const struct cli_outcome *o;
     const Plimsoll__V1__RunResponse *resp;    /* NULL when no decoded answer */
     bool output_withheld;                     /* record mismatch: guest output not printed */
-    double elapsed_s;
+    double elapsed_s;                         /* round trip; < 0: none (the daemon's own view) */
     int exit_status;
 };
 void cli_card_print(FILE *f, const struct cli_run_report *r);
 /* The --json object for a run; NULL out of memory. */
 json_t *cli_card_json(const struct cli_run_report *r);
+/* Sets k to the bytes as text when valid UTF-8 (enc_k "utf-8"), else standard padded base64
+ * (enc_k "base64"). -1 out of memory. */
+int cli_json_set_bytes(json_t *o, const char *k, const char *enc_k, const ProtobufCBinaryData *b);
+
+/* card_project.c: the project part of a run card (outcome, each step, artifacts) and of its
+ * JSON. Step output and artifact bytes appear in the JSON only, and only when `checked` /
+ * not `withheld`: a record that does not check does not vouch for them. */
+void cli_card_print_project(FILE *f, const Plimsoll__V1__ProjectResult *p, bool checked);
+int cli_card_json_project(json_t *j, const Plimsoll__V1__ProjectResult *p, bool withheld);
+/* The exit status after a project run (verdict ran): 0 when it completed and every step exited
+ * 0; else the first failing step's code (124 timed out, 199 outside 0..198); 1 when setup failed
+ * or the runner broke its protocol. Other verdicts as cli_exit_status. */
+int cli_exit_status_project(const struct cli_outcome *o, const Plimsoll__V1__ProjectResult *p);
+
 /* Prints a DescribeResponse as text. */
 void cli_describe_print(FILE *f, const Plimsoll__V1__DescribeResponse *d);
+
+/* ---- call.c: one checked Run and one Describe (shared by run, describe and mcp) ---- */
+
+struct cli_run_call {
+    char rid[33];
+    const char *floor;                          /* as sent, "" = none */
+    struct cli_outcome o;
+    Plimsoll__V1__RunResponse *resp;            /* owned; NULL when no decoded answer */
+    const Plimsoll__V1__JavaScriptResult *js;   /* the result when `checked`, else NULL */
+    const Plimsoll__V1__ProjectResult *project; /* the result when `checked`, else NULL */
+    bool checked;                               /* verdict ran or evidence mismatch: output vouched for */
+    struct cli_run_report rep;                  /* points into this struct: never copy it */
+};
+/* Sends one snippet (code must be UTF-8 without NUL; floor "" or process..vm, else -1 and nothing
+ * is sent) and checks the answer. 0 with *call filled whatever the daemon said; free with
+ * cli_run_call_done. */
+int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *floor, int32_t timeout_ms,
+                       struct cli_run_call *call);
+/* The same for a project (files, steps, artifacts as the caller built them, not owned). */
+int cli_run_project(const struct cli_conn *conn, Plimsoll__V1__ProjectRun *project, const char *floor,
+                    int32_t timeout_ms, struct cli_run_call *call);
+void cli_run_call_done(struct cli_run_call *call);
+/* Describe: the decoded answer (free with protobuf_c_message_free_unpacked), or NULL with *o
+ * saying why (transport, mismatch or a classified error answer). */
+Plimsoll__V1__DescribeResponse *cli_describe_call(const struct cli_conn *conn, struct cli_outcome *o);
+
+/* ---- mcp*.c: `plimsoll mcp` ---- */
+int cli_cmd_mcp(int argc, char **argv);
+void cli_usage_mcp(FILE *f);
 
 /* ---- subcommands ---- */
 int cli_cmd_describe(int argc, char **argv);

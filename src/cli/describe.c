@@ -12,8 +12,6 @@
 #include "../wire/json_codec.h"
 #include "cli.h"
 
-#define DESCRIBE_PATH "/plimsoll.v1.SandboxService/Describe"
-
 void cli_usage_describe(FILE *f)
 {
     fputs("usage: plimsoll describe [--url URL] [--token-file FILE] [--json]\n"
@@ -100,33 +98,10 @@ int cli_cmd_describe(int argc, char **argv)
         fprintf(stderr, "plimsoll describe: %s\n", err.msg);
         return CLI_EXIT_USAGE;
     }
-    char rid[33];
-    if (cli_request_id(rid) < 0) {
-        cli_token_free(token);
-        fprintf(stderr, "plimsoll describe: getrandom failed\n");
-        return CLI_EXIT_TRANSPORT;
-    }
     struct cli_conn conn = {.url = cli_base_url(url_flag), .token = token};
-    struct cli_http_answer ans;
-    struct cli_outcome o = {0};
-    int r = cli_http_post(&conn, DESCRIBE_PATH, "{}", 2, rid, &ans, &err);
+    struct cli_outcome o;
+    cli_cleanup_pb Plimsoll__V1__DescribeResponse *d = cli_describe_call(&conn, &o);
     cli_token_free(token);
-    if (r < 0) {
-        o.verdict = CLI_V_TRANSPORT;
-        snprintf(o.message, sizeof o.message, "transport error: %.480s", err.msg);
-        print_failure(&o);
-        return CLI_EXIT_TRANSPORT;
-    }
-    cli_cleanup_pb Plimsoll__V1__DescribeResponse *d = NULL;
-    if (cli_classify_http(rid, &ans, &o)) {
-        d = (Plimsoll__V1__DescribeResponse *)wire_json_decode(&plimsoll__v1__describe_response__descriptor,
-                                                               ans.body, ans.body_len, &err);
-        if (!d) {
-            o.verdict = CLI_V_TRANSPORT;
-            snprintf(o.message, sizeof o.message, "malformed response: %.480s", err.msg);
-        }
-    }
-    cli_http_answer_done(&ans);
     if (!d) {
         print_failure(&o);
         return cli_exit_status(&o, NULL);

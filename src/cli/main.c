@@ -17,6 +17,7 @@ void cli_usage_main(FILE *f)
           "  describe   show the daemon's provider, tier, protocol, environments, resources,\n"
           "             policy and evidence card\n"
           "  run        run one JavaScript snippet and check the answer's record and tier\n"
+          "  mcp        serve the Model Context Protocol on stdio for agent hosts\n"
           "  help [COMMAND]\n"
           "\n"
           "Common options: --url URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL "),\n"
@@ -62,6 +63,10 @@ static int dispatch(int argc, char **argv)
             cli_usage_run(stdout);
             return 0;
         }
+        if (argc == 3 && strcmp(argv[2], "mcp") == 0) {
+            cli_usage_mcp(stdout);
+            return 0;
+        }
         if (argc == 3 && strcmp(argv[2], "describe") == 0) {
             cli_usage_describe(stdout);
             return 0;
@@ -75,6 +80,8 @@ static int dispatch(int argc, char **argv)
         return cli_cmd_describe(argc - 1, argv + 1);
     if (strcmp(cmd, "repl") == 0)
         return cli_cmd_repl(argc - 1, argv + 1);
+    if (strcmp(cmd, "mcp") == 0)
+        return cli_cmd_mcp(argc - 1, argv + 1);
     if (cmd[0] == '-')
         fprintf(stderr, "plimsoll: unknown option `%s`\n(try `plimsoll --help`)\n", cmd);
     else

@@ -16,10 +16,8 @@
 #include "../core/io.h"
 #include "../core/cleanup.h"
 #include "../core/limits.h"
-#include "../wire/json_codec.h"
 #include "cli.h"
 
-#define RUN_PATH "/plimsoll.v1.SandboxService/Run"
 
 void cli_usage_run(FILE *f)
 {
@@ -96,11 +94,9 @@ static int parse_timeout(const char *s, int32_t *ms)
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > LIM_TIMEOUT_MS_MAX / 1000.0)
+    if (errno || end == s || *end)
         return -1;
-    long long m = llround(v * 1000.0);
-    *ms = (int32_t)(m < 1 ? 1 : m);
-    return 0;
+    return cli_timeout_ms(v, ms);
 }
 
 static void write_bytes(FILE *f, const ProtobufCBinaryData *b)
@@ -108,6 +104,34 @@ static void write_bytes(FILE *f, const ProtobufCBinaryData *b)
     if (b->len)
         fwrite(b->data, 1, b->len, f);
     fflush(f);
+}
+
+/* The printing of `plimsoll run`: the guest's output (a checked answer's only) and the card,
+ * or the --json object. Returns the exit status. */
+static int emit(const struct cli_run_report *r, const Plimsoll__V1__JavaScriptResult *jr, bool json_out)
+{
+    const struct cli_run_report rep = *r;
+    if (json_out) {
+        cli_cleanup_json json_t *j = cli_card_json(&rep);
+        if (!j || json_dumpf(j, stdout, JSON_COMPACT) < 0) {
+            fprintf(stderr, "plimsoll run: cannot write the JSON report\n");
+            return rep.exit_status == 0 ? CLI_EXIT_TRANSPORT : rep.exit_status;
+        }
+        fputc('\n', stdout);
+        fflush(stdout);
+        return rep.exit_status;
+    }
+    bool nl = false;
+    if (jr) {
+        write_bytes(stdout, &jr->stdout);
+        write_bytes(stderr, &jr->stderr);
+        /* Keep the card on its own lines after output that did not end one. */
+        nl = jr->stderr.len && jr->stderr.data[jr->stderr.len - 1] != '\n';
+    }
+    if (nl)
+        fputc('\n', stderr);
+    cli_card_print(stderr, &rep);
+    return rep.exit_status;
 }
 
 int cli_cmd_run(int argc, char **argv)
@@ -187,80 +211,14 @@ int cli_cmd_run(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
 
-    Plimsoll__V1__JavaScriptRun js = PLIMSOLL__V1__JAVA_SCRIPT_RUN__INIT;
-    js.code = code;
-    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
-    req.protocol = CLI_PROTOCOL;
-    req.minimum_isolation = (char *)floor;
-    req.timeout_ms = timeout_ms;
-    req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_JAVASCRIPT;
-    req.javascript = &js;
-
-    size_t body_len = 0;
-    cleanup_free char *body = wire_json_encode(&req.base, &body_len);
-    char rid[33];
-    if (!body || cli_request_id(rid) < 0) {
-        cli_token_free(token);
-        fprintf(stderr, "plimsoll run: %s\n", body ? "getrandom failed" : "out of memory");
-        return CLI_EXIT_TRANSPORT;
-    }
-
     struct cli_conn conn = {.url = cli_base_url(url_flag), .token = token};
-    struct cli_http_answer ans;
-    struct cli_outcome o = {0};
-    cli_cleanup_pb Plimsoll__V1__RunResponse *resp = NULL;
-    r = cli_http_post(&conn, RUN_PATH, body, body_len, rid, &ans, &err);
+    struct cli_run_call call;
+    r = cli_run_javascript(&conn, code, floor, timeout_ms, &call);
     cli_token_free(token);
     token = NULL;
-    if (r < 0) {
-        o.verdict = CLI_V_TRANSPORT;
-        o.not_sent = ans.not_sent;
-        snprintf(o.message, sizeof o.message, "%s", err.msg);
-    } else if (cli_classify_http(rid, &ans, &o)) {
-        resp = (Plimsoll__V1__RunResponse *)wire_json_decode(&plimsoll__v1__run_response__descriptor, ans.body,
-                                                             ans.body_len, &err);
-        if (!resp) {
-            o.verdict = CLI_V_TRANSPORT;
-            snprintf(o.message, sizeof o.message, "malformed response: %.480s", err.msg);
-        } else {
-            cli_check_answer(&req, resp, floor_tier, &o);
-        }
-    }
-    double elapsed = ans.elapsed_s;
-    cli_http_answer_done(&ans);
-
-    const Plimsoll__V1__JavaScriptResult *jr =
-        resp && resp->result_case == PLIMSOLL__V1__RUN_RESPONSE__RESULT_JAVASCRIPT ? resp->javascript : NULL;
-    bool checked = resp && (o.verdict == CLI_V_RAN || o.verdict == CLI_V_EVIDENCE_MISMATCH);
-    struct cli_run_report rep = {
-        .request_id = rid,
-        .floor = floor,
-        .o = &o,
-        .resp = resp,
-        .output_withheld = resp && !checked,
-        .elapsed_s = elapsed,
-        .exit_status = cli_exit_status(&o, jr),
-    };
-
-    if (json_out) {
-        cli_cleanup_json json_t *j = cli_card_json(&rep);
-        if (!j || json_dumpf(j, stdout, JSON_COMPACT) < 0) {
-            fprintf(stderr, "plimsoll run: cannot write the JSON report\n");
-            return rep.exit_status == 0 ? CLI_EXIT_TRANSPORT : rep.exit_status;
-        }
-        fputc('\n', stdout);
-        fflush(stdout);
-        return rep.exit_status;
-    }
-    bool nl = false;
-    if (checked && jr) {
-        write_bytes(stdout, &jr->stdout);
-        write_bytes(stderr, &jr->stderr);
-        /* Keep the card on its own lines after output that did not end one. */
-        nl = jr->stderr.len && jr->stderr.data[jr->stderr.len - 1] != '\n';
-    }
-    if (nl)
-        fputc('\n', stderr);
-    cli_card_print(stderr, &rep);
-    return rep.exit_status;
+    if (r < 0)
+        return usage_error("--min-isolation `%s`: must be process, container, kernel or vm", floor);
+    int status = emit(&call.rep, call.js, json_out);
+    cli_run_call_done(&call);
+    return status;
 }

@@ -28,6 +28,7 @@ static const struct var vars[] = {
     {"PLIMSOLL_TLS_KEY", "-", "see PLIMSOLL_TLS_CERT"},
     {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (docs/grants.md); a bad file stops startup"},
     {"PLIMSOLL_GUARD_ADDR", "-", "e2b egress-guard listener (host:port); required with E2B_GUARD_URL, e2b only"},
+    {"PLIMSOLL_UI", "0", "1 serves the read-only run-card page on GET / and /ui (docs/ui.md)"},
     {"SANDBOX_PROVIDER", "disabled", "disabled | quickjs (alias wasm) | docker | e2b"},
     {"SANDBOX_MIN_ISOLATION", "-", "refuse to start when the provider's proven tier is below this"},
     {"SANDBOX_MAX_CONCURRENT", "8", "global run concurrency, 1-1024; also sizes the worker pool"},
@@ -175,6 +176,11 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
         if (strcmp(v, "1") && strcmp(v, "0"))
             return CFG_ERR(err, "PLIMSOLL_INSECURE=\"%s\": expected 1 or 0", v);
         c->insecure = strcmp(v, "1") == 0;
+    }
+    if ((v = nonempty(get, "PLIMSOLL_UI"))) {
+        if (strcmp(v, "1") && strcmp(v, "0"))
+            return CFG_ERR(err, "PLIMSOLL_UI=\"%s\": expected 1 or 0", v);
+        c->ui = strcmp(v, "1") == 0;
     }
     if ((v = nonempty(get, "PLIMSOLL_LOG_FORMAT")) && strcmp(v, "json"))
         return CFG_ERR(err, "PLIMSOLL_LOG_FORMAT=\"%s\": only json is supported", v);

@@ -62,5 +62,9 @@ int main(void)
     CHECK(load(ENV("PLIMSOLL_GUARD_ADDR=127.0.0.1:0"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_GUARD_ADDR"));
     CHECK(load(ENV("SANDBOX_PROVIDER=e2b", "PLIMSOLL_GUARD_ADDR=127.0.0.1:0"), &c, &err) == 0 &&
           c.provider == CFG_E2B && strcmp(c.guard_addr, "127.0.0.1:0") == 0);
+    CHECK(load(ENV("PLIMSOLL_INSECURE=1"), &c, &err) == 0 && !c.ui); /* off by default */
+    CHECK(load(ENV("PLIMSOLL_UI=1"), &c, &err) == 0 && c.ui);
+    CHECK(load(ENV("PLIMSOLL_UI=0"), &c, &err) == 0 && !c.ui);
+    CHECK(load(ENV("PLIMSOLL_UI=on"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_UI"));
     return unit_done();
 }

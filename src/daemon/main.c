@@ -16,6 +16,7 @@
 #include "../server/log.h"
 #include "../server/server.h"
 #include "../server/session_rpc.h"
+#include "../server/ui_ring.h"
 #include "config.h"
 #include "providers.h"
 
@@ -112,6 +113,7 @@ int main(int argc, char **argv)
     struct adm *adm = NULL;
     struct srv *srv = NULL;
     struct sess_svc *sessions = NULL;
+    struct ui_ring *ring = NULL; /* PLIMSOLL_UI=1 only */
     if ((p->ops->preflight && p->ops->preflight(p, &err) < 0)) {
         die("preflight", &err);
         goto out;
@@ -136,6 +138,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "plimsolld: out of memory\n");
         goto out;
     }
+    if (cfg.ui && !(ring = ui_ring_new())) {
+        fprintf(stderr, "plimsolld: out of memory\n");
+        goto out;
+    }
     if (cfg.sessions.max_sessions > 0) { /* sessions.md §3.1, §7: proved before they are offered */
         if (!(sessions = sess_svc_new(&cfg.sessions, p, adm, &err))) {
             die("configuration", &err);
@@ -148,8 +154,8 @@ int main(int argc, char **argv)
     }
     struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
                             .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters,
-                                    .sessions = sessions},
-                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024};
+                                    .sessions = sessions, .ring = ring},
+                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024, .ui = cfg.ui};
     srv = srv_start(&sc, &err);
     if (!srv) {
         die("listener", &err);
@@ -169,6 +175,7 @@ int main(int argc, char **argv)
 out:
     srv_free(srv);
     sess_svc_free(sessions);
+    ui_ring_free(ring);
     adm_free(adm);
     plm_provider_free(p);
     free(counters.host_calls);

@@ -25,6 +25,7 @@
 #include "server.h"
 #include "session_rpc.h"
 #include "slots.h"
+#include "ui.h"
 
 #define RPC_PREFIX "/plimsoll.v1.SandboxService/"
 
@@ -38,7 +39,7 @@ struct srv {
     atomic_uint active;  /* requests inside a procedure handler */
 };
 
-enum route { R_NONE, R_RUN, R_DESCRIBE, R_OPEN_SESSION, R_SESSION_RUN, R_CLOSE_SESSION, R_HEALTHZ, R_READYZ };
+enum route { R_NONE, R_RUN, R_DESCRIBE, R_OPEN_SESSION, R_SESSION_RUN, R_CLOSE_SESSION, R_HEALTHZ, R_READYZ, R_UI };
 
 struct req {
     char request_id[33]; /* "" when absent or invalid: nothing is echoed */
@@ -183,9 +184,14 @@ static int content_format(const char *ct, enum rpc_fmt *fmt)
     return -1;
 }
 
-static enum MHD_Result first_call(struct srv *s, struct MHD_Connection *conn, struct req *r, const char *method)
+static enum MHD_Result first_call(struct srv *s, struct MHD_Connection *conn, struct req *r, const char *method,
+                                  const char *url)
 {
     struct plm_err err = {0};
+    if (r->route == R_UI) { /* PLIMSOLL_UI=1: the read-only page answers in full (ui_http.c) */
+        r->answered = true;
+        return ui_answer(&s->cfg, conn, method, url);
+    }
     if (r->route == R_HEALTHZ || r->route == R_READYZ) {
         if (strcmp(method, "GET") && strcmp(method, "HEAD"))
             return send_text(conn, r, 405, "method not allowed\n", NULL);
@@ -296,8 +302,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = r;
         r->body.max = LIM_BODY_MAX;
         read_request_id(conn, r);
-        r->route = route_of(method, url);
-        return first_call(s, conn, r, method);
+        r->route = s->cfg.ui && ui_route(url) ? R_UI : route_of(method, url);
+        return first_call(s, conn, r, method, url);
     }
     if (r->answered) {
         *upload_size = 0; /* an early refusal: discard whatever body still arrives */

@@ -21,6 +21,7 @@
 #include "grant.h"
 #include "log.h"
 #include "session_rpc.h"
+#include "ui_ring.h"
 
 void rpc_error(struct rpc_answer *ans, const struct plm_err *err, const char *request_id)
 {

@@ -28,6 +28,7 @@ struct rpc_counters {
 
 struct brk_profiles;
 struct sess_svc;
+struct ui_ring;
 
 struct rpc_env {
     struct plm_provider *provider;
@@ -35,6 +36,7 @@ struct rpc_env {
     struct adm *adm;
     struct rpc_counters *counters;
     struct sess_svc *sessions; /* NULL: sessions off (session_rpc.h) */
+    struct ui_ring *ring; /* PLIMSOLL_UI=1: the last run cards for the page (ui_ring.h); else NULL */
 };
 
 struct rpc_answer {

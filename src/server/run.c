@@ -23,6 +23,7 @@
 #include "log.h"
 #include "rpc.h"
 #include "rpc_int.h"
+#include "ui_ring.h"
 
 struct run {
     const struct rpc_env *env;
@@ -339,9 +340,9 @@ void rpc_run(const struct rpc_env *env, const struct principal *who, const char 
     }
     r.audit_extra = json_object();
     if (run_check(&r, &err) < 0 || run_admit(&r, &err) < 0 || run_dispatch(&r, &err) < 0 ||
-        run_answer(&r, ans, &err) < 0) {
+        run_answer(&r, ans, &err) < 0)
         run_failed(&r, &err, ans);
-        return;
-    }
-    audit(&r, NULL);
+    else
+        audit(&r, NULL);
+    ui_ring_note(env->ring, request_id, who->id, r.msg, ans); /* PLIMSOLL_UI's run cards; no-op when off */
 }

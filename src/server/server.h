@@ -1,6 +1,7 @@
 /* server.h: the HTTP listener (libmicrohttpd) for the RPC procedures, /healthz and /readyz, and
  * the separate metrics listener. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../core/err.h"
@@ -17,6 +18,7 @@ struct srv_config {
     unsigned max_decode_per_caller; /* of those, one caller's; 0: half of max_decode */
     unsigned max_connections; /* connections inside MHD (complete heads) */
     unsigned per_peer;        /* connections per peer address; 0: LIM_CONN_PER_PEER */
+    bool ui; /* PLIMSOLL_UI=1: serve the read-only page (ui.h) on GET /, /ui and /ui/... */
 };
 
 struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err);

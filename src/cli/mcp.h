@@ -1,0 +1,60 @@
+/* mcp.h: `plimsoll mcp`, a Model Context Protocol server over stdio, split into the JSON-RPC
+ * session (mcp.c), the bounded line reader (mcp_read.c) and the tools (mcp_tools.c). */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli.h"
+
+/* One message is one line; longer lines are discarded whole and answered with a parse error. A
+ * snippet is at most 256 KiB, which JSON escaping can grow about six times. */
+#define MCP_LINE_MAX (4u * 1024 * 1024)
+
+struct mcp_reader {
+    int fd;
+    char *buf;       /* buffered bytes not yet returned */
+    size_t len, cap; /* cap never exceeds MCP_LINE_MAX + read chunk */
+    size_t returned; /* bytes of the line handed out last, dropped on the next call */
+    bool discarding; /* inside an overlong line: drop bytes up to its newline */
+    bool eof;
+};
+
+enum mcp_line { MCP_LINE_OK, MCP_LINE_TOO_LONG, MCP_LINE_EOF, MCP_LINE_ERROR };
+
+void mcp_reader_init(struct mcp_reader *r, int fd);
+void mcp_reader_done(struct mcp_reader *r);
+/* The next line without its '\n' in *line and *len (valid until the next call). An overlong line is
+ * reported once (TOO_LONG) and its bytes skipped; a last line without '\n' still counts. */
+enum mcp_line mcp_read_line(struct mcp_reader *r, const char **line, size_t *len);
+
+struct mcp_server {
+    const char *url;        /* daemon base URL */
+    const char *token_file; /* --token-file, else $PLIMSOLL_TOKEN (read per call) */
+    bool initialized;       /* initialize answered */
+    char protocol[16];      /* the revision agreed */
+};
+
+/* Handles one parsed JSON-RPC message; returns the answer to write (a new reference) or NULL for
+ * none (notifications, responses). */
+json_t *mcp_handle(struct mcp_server *s, json_t *msg);
+/* The tools: the tools/list result, and one tools/call result (a CallToolResult object), or NULL
+ * with *rpc_code and *rpc_msg set for a protocol error (unknown tool). */
+json_t *mcp_tools_list(const struct mcp_server *s);
+json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
+                       const char **rpc_msg);
+
+/* mcp_tools.c helpers shared with mcp_project.c. */
+/* A CallToolResult: text, then the card when non-NULL; takes the reference to structured. */
+json_t *mcp_tool_result(bool is_error, const char *text, const char *card, json_t *structured);
+/* A tool error for bad arguments: "invalid arguments: WHY. Nothing was sent; no code ran." */
+json_t *mcp_bad_arguments(const char *why);
+/* The text run card (card.c) as a malloc'd string. */
+char *mcp_capture_card(const struct cli_run_report *rep);
+/* The words for a verdict other than ran / evidence mismatch. */
+void mcp_failure_text(FILE *m, const struct cli_outcome *o, const char *url);
+
+/* mcp_project.c: the run_project tool. */
+json_t *mcp_project_tool(void);
+bool mcp_daemon_runs_projects(const struct mcp_server *s);
+json_t *mcp_run_project(const struct mcp_server *s, json_t *args);

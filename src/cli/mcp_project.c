@@ -1,0 +1,204 @@
+/* mcp_project.c: the run_project tool of `plimsoll mcp`: files, steps and artifact paths run as
+ * one project by a provider that supports projects (docker).
+ * Owns: the ProjectRun built from the arguments (pointers into the arguments' strings, which
+ * outlive the call), the token bytes of one call.
+ * Trusts: no argument: types and the spec's counts and sizes are checked before anything is
+ * sent; path rules are the daemon's (a bad path is refused before dispatch, no code ran).
+ * Invariant: the checks and the card are call.c's and card.c's, as for run_javascript. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/cleanup.h"
+#include "../core/limits.h"
+#include "mcp.h"
+
+json_t *mcp_project_tool(void)
+{
+    return json_pack(
+        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:i, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s], s:b}},"
+        " s:{s:s, s:i, s:i, s:{s:s}}, s:{s:s, s:i, s:{s:s}}, s:{s:s, s:i, s:i}, s:{s:s, s:[s,s,s,s]}},"
+        " s:[s], s:b}, s:{s:b, s:b, s:b}}",
+        "name", "run_project", "title", "Run a project in the plimsoll sandbox", "description",
+        "Writes the files into a fresh sandbox, runs the shell steps in order (stopping at the first failure) "
+        "and returns each step's output, the requested artifacts and a run card naming the isolation tier that "
+        "ran. With min_isolation the daemon refuses before dispatch when its sandbox is weaker (a tool error: no "
+        "code ran).",
+        "inputSchema", "type", "object", "properties",
+        "files", "type", "array", "maxItems", LIM_FILES_MAX, "items", "type", "object", "properties", "path",
+        "type", "string", "content", "type", "string", "required", "path", "content", "additionalProperties", 0,
+        "steps", "type", "array", "minItems", 1, "maxItems", LIM_STEPS_MAX, "items", "type", "string",
+        "artifacts", "type", "array", "maxItems", LIM_ARTIFACTS_MAX, "items", "type", "string",
+        "timeout", "type", "number", "exclusiveMinimum", 0, "maximum", 300,
+        "min_isolation", "type", "string", "enum", "process", "container", "kernel", "vm",
+        "required", "steps", "additionalProperties", 0,
+        "annotations", "readOnlyHint", 0, "destructiveHint", 0, "openWorldHint", 0);
+}
+
+bool mcp_daemon_runs_projects(const struct mcp_server *s)
+{
+    struct plm_err err = {0};
+    char *token = NULL;
+    if (cli_token_load(s->token_file, &token, &err) < 0)
+        return false;
+    struct cli_conn conn = {.url = s->url, .token = token};
+    struct cli_outcome o;
+    Plimsoll__V1__DescribeResponse *d = cli_describe_call(&conn, &o);
+    cli_token_free(token);
+    bool yes = d && d->supports_project;
+    if (d)
+        protobuf_c_message_free_unpacked(&d->base, NULL);
+    return yes;
+}
+
+static bool string_array(json_t *a, size_t max, size_t max_len)
+{
+    if (!json_is_array(a) || json_array_size(a) > max)
+        return false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        if (!json_is_string(v) || json_string_length(v) > max_len)
+            return false;
+    }
+    return true;
+}
+
+/* The text of a project run: each step's output for a checked run, else what went wrong. */
+static char *project_text(const struct cli_run_call *call, const json_t *j, const char *url)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    if (!m)
+        return NULL;
+    const json_t *p = json_object_get(j, "project");
+    if (call->checked && p) {
+        if (call->o.verdict == CLI_V_EVIDENCE_MISMATCH)
+            fprintf(m, "EVIDENCE MISMATCH: %s. Do not trust this output as isolated.\n", call->o.message);
+        fprintf(m, "outcome: %s\n", json_string_value(json_object_get(p, "outcome")));
+        size_t i;
+        json_t *st;
+        json_array_foreach(json_object_get(p, "steps"), i, st) {
+            fprintf(m, "\nstep %zu `%s`: exit %lld%s\n", i + 1, json_string_value(json_object_get(st, "command")),
+                    (long long)json_integer_value(json_object_get(st, "exit_code")),
+                    json_is_true(json_object_get(st, "timed_out")) ? " (timed out)" : "");
+            const char *names[] = {"stdout", "stderr"};
+            for (int k = 0; k < 2; k++) {
+                char enc_key[32];
+                snprintf(enc_key, sizeof enc_key, "%s_encoding", names[k]);
+                const char *text = json_string_value(json_object_get(st, names[k]));
+                const char *enc = json_string_value(json_object_get(st, enc_key));
+                if (!text || !*text)
+                    continue;
+                fprintf(m, "%s%s:\n%s", names[k], enc && strcmp(enc, "base64") == 0 ? " (base64, not UTF-8)" : "",
+                        text);
+                if (text[strlen(text) - 1] != '\n')
+                    fputc('\n', m);
+            }
+        }
+        json_array_foreach(json_object_get(p, "artifacts"), i, st) {
+            fprintf(m, "%sartifact %s (%lld bytes, in structuredContent)\n", i ? "" : "\n",
+                    json_string_value(json_object_get(st, "path")),
+                    (long long)json_integer_value(json_object_get(st, "bytes")));
+        }
+    } else {
+        mcp_failure_text(m, &call->o, url);
+    }
+    if (fclose(m) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+json_t *mcp_run_project(const struct mcp_server *s, json_t *args)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v) {
+        if (strcmp(key, "files") && strcmp(key, "steps") && strcmp(key, "artifacts") && strcmp(key, "timeout") &&
+            strcmp(key, "min_isolation"))
+            return mcp_bad_arguments("unknown argument (expected files, steps, artifacts, timeout, min_isolation)");
+    }
+    json_t *files = json_object_get(args, "files"), *steps = json_object_get(args, "steps"),
+           *arts = json_object_get(args, "artifacts");
+    if (!steps || !string_array(steps, LIM_STEPS_MAX, LIM_STEP_MAX) || json_array_size(steps) == 0)
+        return mcp_bad_arguments("steps must be 1 to 20 strings of at most 16 KiB");
+    if (arts && !string_array(arts, LIM_ARTIFACTS_MAX, LIM_PATH_MAX))
+        return mcp_bad_arguments("artifacts must be at most 100 paths of at most 1024 bytes");
+    if (files && (!json_is_array(files) || json_array_size(files) > LIM_FILES_MAX))
+        return mcp_bad_arguments("files must be an array of at most 200 {path, content} objects");
+    size_t n_files = files ? json_array_size(files) : 0, total = 0;
+    for (size_t i = 0; i < n_files; i++) {
+        json_t *f = json_array_get(files, i);
+        json_t *path = json_object_get(f, "path"), *content = json_object_get(f, "content");
+        if (!json_is_object(f) || json_object_size(f) != 2 || !json_is_string(path) || !json_is_string(content) ||
+            json_string_length(path) > LIM_PATH_MAX)
+            return mcp_bad_arguments("each file must be exactly {path: string, content: string}");
+        total += json_string_length(content);
+    }
+    if (total > LIM_FILES_TOTAL_MAX)
+        return mcp_bad_arguments("file contents exceed 4 MiB in total");
+    int32_t timeout_ms = 0;
+    json_t *t = json_object_get(args, "timeout");
+    if (t && !json_is_null(t) && (!json_is_number(t) || cli_timeout_ms(json_number_value(t), &timeout_ms) < 0))
+        return mcp_bad_arguments("timeout must be a number of seconds, 0 < timeout <= 300");
+    const char *floor = "";
+    json_t *fl = json_object_get(args, "min_isolation");
+    enum plm_tier floor_tier;
+    struct plm_err err = {0};
+    if (fl && !json_is_null(fl)) {
+        floor = json_string_value(fl);
+        if (!floor || !*floor || tier_parse_floor(floor, &floor_tier, &err) < 0)
+            return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
+    }
+
+    /* The message points into the arguments; only the arrays are ours. */
+    cleanup_free Plimsoll__V1__ProjectFile *pf = calloc(n_files ? n_files : 1, sizeof *pf);
+    cleanup_free Plimsoll__V1__ProjectFile **pfp = calloc(n_files ? n_files : 1, sizeof *pfp);
+    size_t n_steps = json_array_size(steps), n_arts = arts ? json_array_size(arts) : 0;
+    cleanup_free char **st = calloc(n_steps, sizeof *st);
+    cleanup_free char **ar = calloc(n_arts ? n_arts : 1, sizeof *ar);
+    if (!pf || !pfp || !st || !ar)
+        return NULL;
+    for (size_t i = 0; i < n_files; i++) {
+        json_t *f = json_array_get(files, i);
+        plimsoll__v1__project_file__init(&pf[i]);
+        pf[i].path = (char *)json_string_value(json_object_get(f, "path"));
+        pf[i].content = (char *)json_string_value(json_object_get(f, "content"));
+        pfp[i] = &pf[i];
+    }
+    for (size_t i = 0; i < n_steps; i++)
+        st[i] = (char *)json_string_value(json_array_get(steps, i));
+    for (size_t i = 0; i < n_arts; i++)
+        ar[i] = (char *)json_string_value(json_array_get(arts, i));
+    Plimsoll__V1__ProjectRun pr = PLIMSOLL__V1__PROJECT_RUN__INIT;
+    pr.n_files = n_files;
+    pr.files = pfp;
+    pr.n_steps = n_steps;
+    pr.steps = st;
+    pr.n_artifacts = n_arts;
+    pr.artifacts = ar;
+
+    char *token = NULL;
+    if (cli_token_load(s->token_file, &token, &err) < 0) {
+        char text[640];
+        snprintf(text, sizeof text, "cannot read the bearer token: %s. Nothing was sent; no code ran.", err.msg);
+        return mcp_tool_result(true, text, NULL, NULL);
+    }
+    struct cli_conn conn = {.url = s->url, .token = token};
+    struct cli_run_call call;
+    int r = cli_run_project(&conn, &pr, floor, timeout_ms, &call);
+    cli_token_free(token);
+    if (r < 0)
+        return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
+    json_t *j = cli_card_json(&call.rep);
+    cleanup_free char *card = mcp_capture_card(&call.rep);
+    cleanup_free char *text = j ? project_text(&call, j, s->url) : NULL;
+    json_t *res = NULL;
+    if (j && card && text)
+        res = mcp_tool_result(call.o.verdict != CLI_V_RAN, text, card, json_incref(j));
+    json_decref(j);
+    cli_run_call_done(&call);
+    return res;
+}

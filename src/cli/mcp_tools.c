@@ -1,0 +1,290 @@
+/* mcp_tools.c: the MCP tools of `plimsoll mcp`: run_javascript and describe.
+ * Owns: the tool schemas, the argument checks, the token bytes of one call (wiped after it).
+ * Trusts: no argument: each is type- and range-checked before anything is sent, and a bad one is a
+ * tool error saying nothing was sent. The daemon's answer goes through call.c and check.c exactly
+ * as `plimsoll run` does; the card text is card.c's.
+ * Invariant: isError is false only for a checked run (verdict ran); a refusal's text says that no
+ * code ran, and only a refusal or a transport failure that provably sent nothing says so. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/cleanup.h"
+#include "../core/limits.h"
+#include "../wire/json_codec.h"
+#include "mcp.h"
+
+static json_t *base_tools(void)
+{
+    return json_pack(
+        "{s:[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}, s:{s:s, s:[s,s,s,s], s:s}},"
+        " s:[s], s:b}, s:{s:b, s:b, s:b}},"
+        "    {s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:b, s:b}}]}",
+        "tools",
+        "name", "run_javascript", "title", "Run JavaScript in the plimsoll sandbox", "description",
+        "Runs one JavaScript snippet in the plimsoll daemon's sandbox (console.log output is captured). "
+        "The result carries stdout, stderr and a run card naming the isolation tier that actually ran "
+        "and the run record's digest, checked by this client. With min_isolation the daemon refuses "
+        "before dispatch when its sandbox is weaker; a refusal is a tool error and no code ran.",
+        "inputSchema", "type", "object", "properties", "code", "type", "string", "description",
+        "the JavaScript source (at most 256 KiB)", "timeout", "type", "number", "exclusiveMinimum", 0,
+        "maximum", 300, "description", "run time limit in seconds (default: the daemon's)", "min_isolation",
+        "type", "string", "enum", "process", "container", "kernel", "vm", "description",
+        "refuse unless the sandbox is at least this tier", "required", "code", "additionalProperties", 0,
+        "annotations", "readOnlyHint", 0, "destructiveHint", 0, "openWorldHint", 0,
+        "name", "describe", "title", "Describe the plimsoll sandbox", "description",
+        "States the daemon's provider, its proven isolation tier, what it supports, its resources, its "
+        "policy and the evidence card behind the tier (each startup probe with its expected and observed "
+        "outcome).",
+        "inputSchema", "type", "object", "properties", "additionalProperties", 0, "annotations", "readOnlyHint",
+        1, "openWorldHint", 0);
+}
+
+/* A CallToolResult; takes the reference to structured (may be NULL). */
+json_t *mcp_tool_result(bool is_error, const char *text, const char *card, json_t *structured)
+{
+    json_t *content = json_array();
+    json_t *r = json_object();
+    if (!content || !r) {
+        json_decref(content);
+        json_decref(r);
+        json_decref(structured);
+        return NULL;
+    }
+    json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", text));
+    if (card)
+        json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", card));
+    json_object_set_new(r, "content", content);
+    if (structured)
+        json_object_set_new(r, "structuredContent", structured);
+    json_object_set_new(r, "isError", json_boolean(is_error));
+    return r;
+}
+
+json_t *mcp_bad_arguments(const char *why)
+{
+    char text[320];
+    snprintf(text, sizeof text, "invalid arguments: %s. Nothing was sent; no code ran.", why);
+    return mcp_tool_result(true, text, NULL, NULL);
+}
+
+/* Text printed by a FILE* writer, as a malloc'd string. */
+char *mcp_capture_card(const struct cli_run_report *rep)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    if (!m)
+        return NULL;
+    cli_card_print(m, rep);
+    if (fclose(m) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+void mcp_failure_text(FILE *m, const struct cli_outcome *o, const char *url)
+{
+    char reason[32];
+    switch (o->verdict) {
+    case CLI_V_RAN:
+    case CLI_V_EVIDENCE_MISMATCH:
+        break;
+    case CLI_V_REFUSED:
+        cli_reason_name(o->refusal, reason, sizeof reason);
+        fprintf(m, "Refused before dispatch (%s): no code ran. The daemon said: %s: %s\n", reason, o->code, o->message);
+        break;
+    case CLI_V_TRANSPORT:
+        if (o->not_sent)
+            fprintf(m, "The plimsoll daemon at %s could not be reached (%s). Nothing was sent; no code ran.\n",
+                    url, o->message);
+        else
+            fprintf(m, "Transport error talking to %s: %s. The code may have run; do not retry blindly.\n", url,
+                    o->message);
+        break;
+    case CLI_V_RECORD_MISMATCH:
+        fprintf(m, "Record mismatch: %s. The answer cannot be trusted and its output is withheld; the code may "
+                   "have run.\n", o->message);
+        break;
+    case CLI_V_ERROR:
+        fprintf(m, "The daemon answered an error that may have followed a run (%s: %s); do not retry blindly.\n",
+                o->code, o->message);
+        break;
+    }
+}
+
+/* The readable text of a run: the guest's output for a checked run, else what went wrong. */
+static char *run_text(const struct cli_run_call *call, const json_t *j, const char *url)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    if (!m)
+        return NULL;
+    const struct cli_outcome *o = &call->o;
+    switch (o->verdict) {
+    case CLI_V_RAN:
+    case CLI_V_EVIDENCE_MISMATCH: {
+        if (o->verdict == CLI_V_EVIDENCE_MISMATCH)
+            fprintf(m, "EVIDENCE MISMATCH: %s. Do not trust this output as isolated.\n", o->message);
+        const char *streams[] = {"stdout", "stderr"};
+        for (int i = 0; i < 2; i++) {
+            char enc_key[32];
+            snprintf(enc_key, sizeof enc_key, "%s_encoding", streams[i]);
+            const char *text = json_string_value(json_object_get(j, streams[i]));
+            const char *enc = json_string_value(json_object_get(j, enc_key));
+            fprintf(m, "%s%s:\n%s", i ? "\n" : "", streams[i], text && *text ? "" : "(empty)\n");
+            if (text && *text) {
+                if (enc && strcmp(enc, "base64") == 0)
+                    fputs("(not UTF-8; standard base64 follows)\n", m);
+                fputs(text, m);
+                if (text[strlen(text) - 1] != '\n')
+                    fputc('\n', m);
+            }
+        }
+        if (call->js)
+            fprintf(m, "\nexit code: %d%s\n", call->js->exit_code, call->js->timed_out ? " (timed out)" : "");
+        break;
+    }
+    default:
+        mcp_failure_text(m, o, url);
+        break;
+    }
+    if (fclose(m) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static json_t *run_javascript(const struct mcp_server *s, json_t *args)
+{
+    const char *known[] = {"code", "timeout", "min_isolation"};
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v) {
+        bool ok = false;
+        for (size_t i = 0; i < 3; i++)
+            ok |= strcmp(key, known[i]) == 0;
+        if (!ok)
+            return mcp_bad_arguments("unknown argument (expected code, timeout, min_isolation)");
+    }
+    json_t *code = json_object_get(args, "code");
+    if (!json_is_string(code))
+        return mcp_bad_arguments("code must be a string");
+    size_t code_len = json_string_length(code);
+    if (strlen(json_string_value(code)) != code_len)
+        return mcp_bad_arguments("code contains a NUL character");
+    if (code_len > LIM_CODE_MAX)
+        return mcp_bad_arguments("code is larger than 256 KiB");
+    int32_t timeout_ms = 0;
+    json_t *t = json_object_get(args, "timeout");
+    if (t && !json_is_null(t) && (!json_is_number(t) || cli_timeout_ms(json_number_value(t), &timeout_ms) < 0))
+        return mcp_bad_arguments("timeout must be a number of seconds, 0 < timeout <= 300");
+    const char *floor = "";
+    json_t *fl = json_object_get(args, "min_isolation");
+    enum plm_tier floor_tier;
+    struct plm_err err = {0};
+    if (fl && !json_is_null(fl)) {
+        floor = json_string_value(fl);
+        if (!floor || !*floor || tier_parse_floor(floor, &floor_tier, &err) < 0)
+            return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
+    }
+
+    char *token = NULL;
+    if (cli_token_load(s->token_file, &token, &err) < 0) {
+        char text[640];
+        snprintf(text, sizeof text, "cannot read the bearer token: %s. Nothing was sent; no code ran.", err.msg);
+        return mcp_tool_result(true, text, NULL, NULL);
+    }
+    struct cli_conn conn = {.url = s->url, .token = token};
+    struct cli_run_call call;
+    int r = cli_run_javascript(&conn, json_string_value(code), floor, timeout_ms, &call);
+    cli_token_free(token);
+    if (r < 0)
+        return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
+    json_t *j = cli_card_json(&call.rep);
+    cleanup_free char *card = mcp_capture_card(&call.rep);
+    cleanup_free char *text = j ? run_text(&call, j, s->url) : NULL;
+    json_t *res = NULL;
+    if (j && card && text)
+        res = mcp_tool_result(call.o.verdict != CLI_V_RAN, text, card, json_incref(j));
+    json_decref(j);
+    cli_run_call_done(&call);
+    return res;
+}
+
+static json_t *describe(const struct mcp_server *s, json_t *args)
+{
+    if (args && json_object_size(args) > 0)
+        return mcp_bad_arguments("describe takes no arguments");
+    struct plm_err err = {0};
+    char *token = NULL;
+    if (cli_token_load(s->token_file, &token, &err) < 0) {
+        char text[640];
+        snprintf(text, sizeof text, "cannot read the bearer token: %s", err.msg);
+        return mcp_tool_result(true, text, NULL, NULL);
+    }
+    struct cli_conn conn = {.url = s->url, .token = token};
+    struct cli_outcome o;
+    cli_cleanup_pb Plimsoll__V1__DescribeResponse *d = cli_describe_call(&conn, &o);
+    cli_token_free(token);
+    char text[1024];
+    if (!d) {
+        if (o.verdict == CLI_V_TRANSPORT)
+            snprintf(text, sizeof text, "The plimsoll daemon at %s could not be described: %s", s->url, o.message);
+        else
+            snprintf(text, sizeof text, "Describe failed at %s: %s%s%s", s->url, o.code, o.code[0] ? ": " : "",
+                     o.message);
+        return mcp_tool_result(true, text, NULL, NULL);
+    }
+    cleanup_free char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    if (!m)
+        return NULL;
+    cli_describe_print(m, d);
+    if (d->protocol != CLI_PROTOCOL)
+        fprintf(m, "warning: the daemon serves protocol %u; this client speaks %d, so its runs will be refused\n",
+                d->protocol, CLI_PROTOCOL);
+    if (fclose(m) != 0)
+        return NULL;
+    size_t jn = 0;
+    cleanup_free char *js = wire_json_encode(&d->base, &jn);
+    json_t *structured = js ? json_loadb(js, jn, 0, NULL) : NULL;
+    if (!structured)
+        return NULL;
+    return mcp_tool_result(d->protocol != CLI_PROTOCOL, buf, NULL, structured);
+}
+
+/* run_project is listed only when the daemon says it runs projects (a Describe per list). */
+json_t *mcp_tools_list(const struct mcp_server *s)
+{
+    json_t *r = base_tools();
+    if (!r)
+        return NULL;
+    if (mcp_daemon_runs_projects(s))
+        json_array_append_new(json_object_get(r, "tools"), mcp_project_tool());
+    return r;
+}
+
+json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
+                       const char **rpc_msg)
+{
+    json_t *empty = NULL;
+    if (!args)
+        args = empty = json_object();
+    json_t *r = NULL;
+    if (strcmp(name, "run_javascript") == 0) {
+        r = run_javascript(s, args);
+    } else if (strcmp(name, "run_project") == 0) {
+        r = mcp_run_project(s, args);
+    } else if (strcmp(name, "describe") == 0) {
+        r = describe(s, args);
+    } else {
+        *rpc_code = -32602;
+        *rpc_msg = "unknown tool";
+    }
+    json_decref(empty);
+    return r;
+}
