@@ -38,10 +38,19 @@ int dock_platform(const json_t *inspect, char *out, size_t cap, struct plm_err *
     return 0;
 }
 
+static bool digest_ok(const char *h) /* 64 lowercase hex, as dock_id_ok (kept here: no engine.c) */
+{
+    size_t n = 0;
+    for (; h[n]; n++)
+        if (!((h[n] >= '0' && h[n] <= '9') || (h[n] >= 'a' && h[n] <= 'f')))
+            return false;
+    return n == 64;
+}
+
 int dock_software_identity(const char *platform, const char *image_id, char *out, size_t cap)
 {
     *out = 0;
-    if (!platform || !*platform || !image_id || strncmp(image_id, "sha256:", 7) != 0 || !dock_id_ok(image_id + 7))
+    if (!platform || !*platform || !image_id || strncmp(image_id, "sha256:", 7) != 0 || !digest_ok(image_id + 7))
         return -1;
     int n = snprintf(out, cap, "oci-config:%s@%s", platform, image_id);
     if (n < 0 || (size_t)n >= cap) {
