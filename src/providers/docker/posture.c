@@ -199,7 +199,7 @@ int dock_posture_lines(const struct dock_posture *p, const char *runtime, const 
     if (seccomp_sha256 && *seccomp_sha256)
         r |= ev_add_confinement(ev, "seccomp profile sha256:%.64s", seccomp_sha256);
     else
-        r |= ev_add_confinement(ev, "seccomp profile: none sent (the runtime's own filter)");
+        r |= ev_add_confinement(ev, "docker seccomp profile: none sent (the runtime filters on its own)");
     r |= ev_add_confinement(ev, "apparmor: %s on the host; container profile \"%.40s\"", p->apparmor ? "on" : "off",
                             p->apparmor_profile);
     r |= ev_add_confinement(ev, "selinux: %s on the host; container label \"%.60s\"", p->selinux ? "on" : "off",

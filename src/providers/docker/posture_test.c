@@ -197,6 +197,8 @@ static void test_container_and_lines(void)
     memset(&ev, 0, sizeof ev);
     CHECK(dock_posture_lines(&p, "runsc", "runsc version release-20230101.0", "", &ev) == 0);
     CHECK(strstr(ev.confinement[2], "none sent") != NULL);
+    for (size_t i = 0; i < ev.n_confinement; i++) /* the runsc black-box test: no "seccomp " line */
+        CHECK(strncmp(ev.confinement[i], "seccomp ", 8) != 0);
     /* a full card refuses, it does not overflow */
     ev.n_confinement = EV_CONFINEMENT_MAX - 2;
     CHECK(dock_posture_lines(&p, "runc", "x", sha, &ev) == -1);
