@@ -3,7 +3,10 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: all deps images build demo check fuzz bench clean
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+
+.PHONY: all deps images build demo check fuzz bench clean install
 
 all: build
 
@@ -34,6 +37,11 @@ bench: build
 
 fuzz: deps
 	scripts/fuzz-short.sh
+
+# DESTDIR and PREFIX as usual; BINDIR, SBINDIR, LIBEXECDIR, MANDIR, SYSCONFDIR, UNITDIR ... too
+# (scripts/install.sh; docs/operations.md).
+install: build
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

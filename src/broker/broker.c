@@ -210,7 +210,9 @@ struct brk_run *brk_run_new(const struct brk_profile *p, const char *caller, uin
             .scopes = (const char *const *)p->scopes,
             .n_scopes = p->n_scopes,
             .now_unix = (int64_t)time(NULL),
-            .ttl_s = (budget_ms + 999) / 1000,
+            /* token.ttl_sec when the profile sets it, else the run's time budget (§5.2) */
+            .ttl_s = p->jwt_ttl_s ? p->jwt_ttl_s : (budget_ms + 999) / 1000,
+            .key_id = p->jwt_key_id,
         };
         if (brk_jwt_mint(&jp, &r->cred, err) < 0) {
             brk_run_free(r);

@@ -61,7 +61,7 @@ static char *claims_json(const struct brk_jwt_params *p, const char *jti)
     json_t *c = json_object();
     if (!c)
         return NULL;
-    int bad = json_object_set_new(c, "iss", json_string(p->issuer));
+    int bad = p->issuer ? json_object_set_new(c, "iss", json_string(p->issuer)) : 0;
     bad |= json_object_set_new(c, "aud", json_string(p->audience));
     bad |= json_object_set_new(c, "sub", json_string(p->subject));
     if (p->n_scopes > 0) {
@@ -90,7 +90,7 @@ int brk_jwt_mint(const struct brk_jwt_params *p, struct brk_secret *out, struct 
     if (!brk_subject_ok(p->subject))
         return REFUSE(err, "grant token: minting a per-caller credential requires a stable "
                            "authenticated subject");
-    if (!brk_secret_isset(p->key) || !p->issuer || !p->audience || p->ttl_s == 0)
+    if (!brk_secret_isset(p->key) || !p->audience || p->ttl_s == 0)
         return REFUSE(err, "grant token: the jwt minter is not configured");
     for (size_t i = 0; i < p->n_scopes; i++)
         if (!p->scopes[i])
@@ -105,9 +105,21 @@ int brk_jwt_mint(const struct brk_jwt_params *p, struct brk_secret *out, struct 
     char *claims = claims_json(p, jti);
     if (!claims)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "grant token: out of memory");
-    static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    static const char header_plain[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    char *header_kid = NULL;
+    if (p->key_id) {
+        json_t *h = json_pack("{s:s,s:s,s:s}", "alg", "HS256", "typ", "JWT", "kid", p->key_id);
+        header_kid = h ? json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(h);
+        if (!header_kid) {
+            free(claims);
+            return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "grant token: out of memory");
+        }
+    }
+    const char *header = header_kid ? header_kid : header_plain;
     struct brk_sbuf b = {0};
-    add_b64(&b, (const unsigned char *)header, sizeof header - 1);
+    add_b64(&b, (const unsigned char *)header, strlen(header));
+    free(header_kid);
     brk_sbuf_add(&b, ".", 1);
     add_b64(&b, (const unsigned char *)claims, strlen(claims));
     free(claims);

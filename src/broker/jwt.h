@@ -16,17 +16,18 @@ bool brk_subject_ok(const char *subject);
 
 struct brk_jwt_params {
     const struct brk_secret *key; /* the HS256 key */
-    const char *issuer;           /* iss */
+    const char *issuer;           /* iss; NULL = no iss claim */
     const char *audience;         /* aud */
     const char *subject;          /* sub: the authenticated caller */
     const char *const *scopes;    /* joined with spaces into "scope"; the claim is left out when none */
     size_t n_scopes;
     int64_t now_unix; /* iat */
     uint32_t ttl_s;   /* exp = iat + ttl_s; 1.. */
+    const char *key_id; /* the "kid" header; NULL = none */
 };
 
 /* Mints header.claims.signature (base64url, no padding) with header {"alg":"HS256","typ":"JWT"}
- * and claims iss, aud, sub, scope, iat, exp and a random 128-bit jti. On a bad subject fails
+ * (plus "kid" with a key_id) and claims iss, aud, sub, scope, iat, exp and a random 128-bit jti. On a bad subject fails
  * with PLM_E_PERMISSION / permission and a message ending "requires a stable authenticated
  * subject", without touching the key. Other failures are PLM_E_PERMISSION / permission too
  * (a mint failure is a pre-dispatch refusal). */

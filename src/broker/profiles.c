@@ -31,6 +31,7 @@ struct lctx {
     const char *profile; /* validated name, or NULL before the name is known */
     brk_getenv_fn getenv_fn;
     struct plm_err *err;
+    const char *dir; /* the grants file's directory (preamble_file), or NULL */
 };
 
 static int fail(struct lctx *c, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -314,6 +315,8 @@ static void profile_done(struct brk_profile *p)
     brk_route_done(&p->health);
     free(p->global);
     free(p->preamble);
+    free(p->jwt_key_id);
+    brk_ref_keys_done(p);
     *p = (struct brk_profile){0};
 }
 
@@ -425,10 +428,13 @@ static int parse_token(struct lctx *c, const json_t *o, struct brk_profile *p)
     }
     if (!json_is_object(t))
         return fail(c, "token", "must be an object with \"type\" static or jwt");
-    size_t tlen;
-    const char *type = jstr(json_object_get(t, "type"), &tlen);
+    size_t tlen = 0;
+    const json_t *tv = json_object_get(t, "type");
+    const char *type = tv ? jstr(tv, &tlen) : "static"; /* the reference's default */
     if (!type)
-        return fail(c, "token.type", "is required (\"static\" or \"jwt\")");
+        return fail(c, "token.type", "must be \"static\" or \"jwt\"");
+    if (!*type)
+        type = "static";
     if (strcmp(type, "static") == 0) {
         static const char *const keys[] = {"type", "env", NULL};
         if (check_keys(c, t, "token", keys) < 0)
@@ -454,7 +460,7 @@ static int parse_token(struct lctx *c, const json_t *o, struct brk_profile *p)
         return 0;
     }
     if (strcmp(type, "jwt") == 0) {
-        static const char *const keys[] = {"type", "secret_env", "issuer", "audience", NULL};
+        static const char *const keys[] = {"type", "secret_env", "issuer", "audience", "ttl_sec", "key_id", NULL};
         if (check_keys(c, t, "token", keys) < 0)
             return -1;
         size_t len;
@@ -470,13 +476,17 @@ static int parse_token(struct lctx *c, const json_t *o, struct brk_profile *p)
         if (vlen < BRK_JWT_SECRET_MIN || vlen > LIM_TOKEN_MAX)
             return fail(c, "token.secret_env", "the value of \"%s\" must be %d..%d bytes", env, BRK_JWT_SECRET_MIN,
                         LIM_TOKEN_MAX);
-        static const char *const claims[] = {"issuer", "audience"};
-        char **dst[] = {&p->jwt_issuer, &p->jwt_audience};
-        for (int i = 0; i < 2; i++) {
+        /* issuer and key_id are optional (no iss claim, no kid header), as in the reference */
+        static const char *const claims[] = {"issuer", "audience", "key_id"};
+        char **dst[] = {&p->jwt_issuer, &p->jwt_audience, &p->jwt_key_id};
+        for (int i = 0; i < 3; i++) {
             char f[32];
             snprintf(f, sizeof f, "token.%s", claims[i]);
             size_t cl;
-            const char *s = jstr(json_object_get(t, claims[i]), &cl);
+            const json_t *cv = json_object_get(t, claims[i]);
+            if (!cv && i != 1)
+                continue;
+            const char *s = jstr(cv, &cl);
             if (!s)
                 return fail(c, f, "is required (a string)");
             if (cl > BRK_STRING_MAX || !brk_text_ok(s, cl, BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_TRIMMED))
@@ -484,6 +494,9 @@ static int parse_token(struct lctx *c, const json_t *o, struct brk_profile *p)
             if (dup_str(c, dst[i], s, cl) < 0)
                 return -1;
         }
+        const json_t *ttl = json_object_get(t, "ttl_sec");
+        if (ttl && parse_uint(c, ttl, "token.ttl_sec", 0, BRK_JWT_TTL_MAX, &p->jwt_ttl_s) < 0)
+            return -1;
         p->token_type = BRK_TOKEN_JWT;
         if (dup_str(c, &p->token_env, env, len) < 0)
             return -1;
@@ -519,7 +532,9 @@ static int parse_profile(struct lctx *c, const char *name, const json_t *o, stru
 {
     static const char *const keys[] = {"base_url", "allow",     "route_max_calls", "allowed_callers", "scopes",
                                        "token",    "max_calls", "health_check",    "global",          "preamble",
-                                       NULL};
+                                       /* the reference's further keys (profile_ref.c) */
+                                       "catalog", "batch_of", "advice", "advice_retention", "allow_in_sessions",
+                                       "preamble_file", NULL};
     if (!json_is_object(o))
         return fail(c, NULL, "must be an object");
     if (check_keys(c, o, NULL, keys) < 0)
@@ -545,7 +560,7 @@ static int parse_profile(struct lctx *c, const char *name, const json_t *o, stru
         return -1;
     for (size_t i = 0; i < p->n_callers; i++)
         if (strcmp(p->callers[i], "*") == 0)
-            return fail(c, "allowed_callers", "\"*\" is not a principal id; list each caller");
+            p->any_caller = true; /* the operator's explicit opt-in: every authenticated caller */
     if (parse_strings(c, o, "scopes", false, BRK_SCOPES_MAX, BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_NO_SPACE,
                       &p->scopes, &p->n_scopes) < 0)
         return -1;
@@ -600,6 +615,12 @@ static int parse_profile(struct lctx *c, const char *name, const json_t *o, stru
     } else if (dup_str(c, &p->preamble, "", 0) < 0) {
         return -1;
     }
+    char field[64], rwhy[256];
+    int rr = brk_ref_keys_parse(o, c->dir, p, field, sizeof field, rwhy, sizeof rwhy);
+    if (rr == -2)
+        return oom(c);
+    if (rr < 0)
+        return fail(c, field, "%s", rwhy);
     return 0;
 }
 
@@ -617,7 +638,13 @@ void brk_profiles_free(struct brk_profiles *ps)
 
 struct brk_profiles *brk_profiles_parse(const char *json, size_t len, brk_getenv_fn getenv_fn, struct plm_err *err)
 {
-    struct lctx c = {.getenv_fn = getenv_fn, .err = err};
+    return brk_profiles_parse_in(json, len, NULL, getenv_fn, err);
+}
+
+struct brk_profiles *brk_profiles_parse_in(const char *json, size_t len, const char *dir, brk_getenv_fn getenv_fn,
+                                           struct plm_err *err)
+{
+    struct lctx c = {.getenv_fn = getenv_fn, .err = err, .dir = dir};
     json_error_t je;
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
@@ -719,7 +746,20 @@ struct brk_profiles *brk_profiles_load(const char *path, brk_getenv_fn getenv_fn
                     BRK_GRANTS_FILE_MAX);
         return NULL;
     }
-    struct brk_profiles *ps = brk_profiles_parse(buf, got, getenv_fn, err);
+    /* preamble_file resolves in the grants file's directory */
+    cleanup_free char *dir = strdup(path);
+    if (!dir) {
+        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return NULL;
+    }
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = 0;
+    else
+        *slash = 0;
+    struct brk_profiles *ps = brk_profiles_parse_in(buf, got, dir, getenv_fn, err);
     if (!ps)
         plm_err_wrap(err, "grants file \"%s\"", q);
     return ps;
@@ -731,6 +771,8 @@ bool brk_profile_caller_allowed(const struct brk_profile *p, const char *caller)
 {
     if (!p || !caller || !*caller)
         return false;
+    if (p->any_caller)
+        return true;
     for (size_t i = 0; i < p->n_callers; i++)
         if (strcmp(p->callers[i], caller) == 0)
             return true;
@@ -757,69 +799,6 @@ int brk_profile_select(const struct brk_profiles *ps, const char *name, const ch
     return plm_err_set(err, 0, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION,
                        "grant_profile \"%s\" is not available to this caller",
                        brk_quote(q, sizeof q, name ? name : "", name ? strlen(name) : 0));
-}
-
-/* ---- clones ---------------------------------------------------------------------------- */
-
-static char *sdup(const char *s, bool *ok)
-{
-    if (!s)
-        return NULL;
-    char *d = strdup(s);
-    if (!d)
-        *ok = false;
-    return d;
-}
-
-struct brk_profile *brk_profile_clone(const struct brk_profile *p, bool with_secret)
-{
-    struct brk_profile *d = calloc(1, sizeof *d);
-    if (!d)
-        return NULL;
-    bool ok = true;
-    d->name = sdup(p->name, &ok);
-    d->origin = sdup(p->origin, &ok);
-    d->routes = calloc(p->n_routes ? p->n_routes : 1, sizeof *d->routes);
-    d->route_cap = calloc(p->n_routes ? p->n_routes : 1, sizeof *d->route_cap);
-    d->caps = calloc(p->n_caps ? p->n_caps : 1, sizeof *d->caps);
-    d->callers = calloc(p->n_callers ? p->n_callers : 1, sizeof *d->callers);
-    d->scopes = calloc(p->n_scopes ? p->n_scopes : 1, sizeof *d->scopes);
-    if (!d->routes || !d->route_cap || !d->caps || !d->callers || !d->scopes) {
-        brk_profile_free(d);
-        return NULL;
-    }
-    for (size_t i = 0; i < p->n_routes; i++) {
-        if (brk_route_copy(&d->routes[i], &p->routes[i]) < 0)
-            ok = false;
-        d->route_cap[i] = p->route_cap[i];
-        d->n_routes++;
-    }
-    for (size_t i = 0; i < p->n_caps; i++) {
-        d->caps[i] = p->caps[i];
-        d->caps[i].path_lower = sdup(p->caps[i].path_lower, &ok);
-        d->n_caps++;
-    }
-    for (size_t i = 0; i < p->n_callers; i++, d->n_callers++)
-        d->callers[i] = sdup(p->callers[i], &ok);
-    for (size_t i = 0; i < p->n_scopes; i++, d->n_scopes++)
-        d->scopes[i] = sdup(p->scopes[i], &ok);
-    d->token_type = p->token_type;
-    if (with_secret && brk_secret_isset(&p->secret) && brk_secret_set(&d->secret, p->secret.data, p->secret.len) < 0)
-        ok = false;
-    d->token_env = sdup(p->token_env, &ok);
-    d->jwt_issuer = sdup(p->jwt_issuer, &ok);
-    d->jwt_audience = sdup(p->jwt_audience, &ok);
-    d->max_calls = p->max_calls;
-    d->has_health = p->has_health;
-    if (p->has_health && brk_route_copy(&d->health, &p->health) < 0)
-        ok = false;
-    d->global = sdup(p->global, &ok);
-    d->preamble = sdup(p->preamble, &ok);
-    if (!ok) {
-        brk_profile_free(d);
-        return NULL;
-    }
-    return d;
 }
 
 void brk_profile_free(struct brk_profile *p)

@@ -203,7 +203,16 @@ int main(void)
     CHECK(!ok_with("\"base_url\": \"https://api.example\", \"allow\": [], \"allowed_callers\": []"));
     CHECK_STR(err.msg, "profile \"acme\": allowed_callers: must not be empty");
     CHECK(!ok_with("\"base_url\": \"https://api.example\", \"allow\": [], \"allowed_callers\": [\" a\"]"));
-    CHECK(!ok_with("\"base_url\": \"https://api.example\", \"allow\": [], \"allowed_callers\": [\"*\"]"));
+    /* "*": the reference's explicit opt-in for every authenticated caller (never an empty one) */
+    ps = load_with("\"base_url\": \"https://api.example\", \"allow\": [], \"allowed_callers\": [\"*\"]");
+    CHECK(ps && ps->v[0].any_caller);
+    CHECK(brk_profile_for(ps, "acme", "anyone") != NULL);
+    CHECK(brk_profile_for(ps, "acme", "") == NULL);
+    CHECK(brk_profile_for(ps, "acme", NULL) == NULL);
+    brk_profiles_free(ps);
+    ps = load_with("\"base_url\": \"https://api.example\", \"allow\": [], \"allowed_callers\": [\"alice\"]");
+    CHECK(ps && !ps->v[0].any_caller && brk_profile_for(ps, "acme", "bob") == NULL);
+    brk_profiles_free(ps);
     CHECK(!ok_with("\"base_url\": \"https://api.example\", \"allow\": [], \"allowed_callers\": [\"a\", \"a\"]"));
 
     /* item 56: static tokens must be usable bearer tokens; the value is never printed */
@@ -293,8 +302,8 @@ int main(void)
     CHECK(ok_with("\"base_url\": \"https://api.example\", " BASE_OK ", \"global\": \"$acme_2\""));
 
     /* strictness: unknown and duplicate keys, bad JSON, bad shapes, names */
-    CHECK(!ok_with("\"base_url\": \"https://api.example\", " BASE_OK ", \"allow_in_sessions\": true"));
-    CHECK_STR(err.msg, "profile \"acme\": unknown field \"allow_in_sessions\"");
+    CHECK(!ok_with("\"base_url\": \"https://api.example\", " BASE_OK ", \"allow_in_session\": true"));
+    CHECK_STR(err.msg, "profile \"acme\": unknown field \"allow_in_session\"");
     CHECK(!ok_with("\"base_url\": \"https://api.example\", \"base_url\": \"https://b.example\", " BASE_OK));
     CHECK(contains(err.msg, "invalid JSON at line 1"));
     CHECK(contains(err.msg, "duplicate"));

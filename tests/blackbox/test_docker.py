@@ -9,6 +9,7 @@ first, so a skipped Docker test would hide a broken machine. Standard library on
 """
 import base64
 import concurrent.futures
+import hashlib
 import http.client
 import io
 import json
@@ -209,6 +210,62 @@ class A_Runc(DockerCase):
         self.assertTrue(all(c["passed"] for c in card["checks"]))
         self.assertTrue(any("seccomp" in line for line in card["confinement"]))  # (28) under runc
         self.assertTrue(d["policy"].startswith("plimsoll-evidence:sha256:"))
+        # issue 14 §6: the host posture, as this machine's dockerd answers /info
+        st, info = engine_json("GET", "/info")
+        self.assertEqual(st, 200)
+        want = ("rootless" if any("name=rootless" in o for o in info["SecurityOptions"]) else
+                "userns-remap" if any("name=userns" in o for o in info["SecurityOptions"]) else "rootful")
+        self.assertTrue(names["host.posture"]["passed"], names["host.posture"])
+        self.assertTrue(names["host.posture"]["observed"].startswith(want + ":"), names["host.posture"])
+        lines = card["confinement"]
+        host = [x for x in lines if x.startswith("docker host: ")]
+        self.assertEqual(host, ["docker host: %s, dockerd %s uid %d" % (want, info["ServerVersion"],
+                                                                         0 if want != "rootless" else os.getuid())])
+        self.assertIn("docker runtime: runc " + card["runtimeVersion"], lines)
+        with open(os.path.join(os.path.dirname(__file__), "../../src/providers/docker/seccomp.json"), "rb") as f:
+            self.assertIn("seccomp profile sha256:" + hashlib.sha256(f.read()).hexdigest(), lines)
+        self.assertTrue(any(x.startswith("apparmor: %s on the host" % ("on" if any(
+            "name=apparmor" in o for o in info["SecurityOptions"]) else "off")) for x in lines), lines)
+        self.assertTrue(any(x.startswith("selinux: ") for x in lines), lines)
+        self.assertTrue(any(x.startswith("LSM label of the container's process (kernel): ") for x in lines), lines)
+        self.assertIn("cgroup v%s, driver %s" % (info["CgroupVersion"], info["CgroupDriver"]), lines)
+
+    def test_software_rule(self):
+        """issue 14 §7: the image's content identity is the software identity; a rule can be met."""
+        st, _, data, _ = self.d.call("Describe", {})
+        d = json.loads(data)
+        for key, ref in (("javascriptEnvironment", SNIPPET_IMAGE), ("projectEnvironment", PROJECT_IMAGE)):
+            st, j = engine_json("GET", "/images/%s/json" % ref)
+            self.assertEqual(st, 200)
+            plat = "/".join([j["Os"], j["Architecture"]] + ([j["Variant"]] if j.get("Variant") else []))
+            self.assertEqual(d[key]["softwareIdentity"], "oci-config:%s@%s" % (plat, j["Id"]))
+        sid = d["javascriptEnvironment"]["softwareIdentity"]
+        msg = js('console.log("rule met")', softwareRule={"mode": "exact", "identities": [sid]})
+        body = self.run_ok(msg)
+        check_record(self, msg, body)
+        self.assertEqual(b64(body["javascript"]["stdout"]), b"rule met\n")
+        self.assertEqual(body["softwareIdentity"], sid)
+        self.assertEqual(body["record"]["softwareIdentity"], sid)
+        other = sid[:-1] + ("0" if sid[-1] != "0" else "1")
+        msg = js('console.log("approved")', softwareRule={"mode": "approved", "identities": [other, sid]})
+        body = self.run_ok(msg)
+        check_record(self, msg, body)
+        self.assertEqual(b64(body["javascript"]["stdout"]), b"approved\n")
+        # a rule naming another image is refused before anything starts, marked environment
+        self.assertRefused(self.d.call("Run", js('console.log("no")', softwareRule={
+            "mode": "exact", "identities": [other]})), "failed_precondition", "environment")
+        pid = d["projectEnvironment"]["softwareIdentity"]
+        if pid != sid:  # the project image's identity does not meet a snippet's rule
+            self.assertRefused(self.d.call("Run", js("1", softwareRule={"mode": "exact", "identities": [pid]})),
+                               "failed_precondition", "environment")
+        self.assertRefused(self.d.call("Run", js("1", softwareRule={"mode": "exact", "identities": [
+            "oci-manifest:linux/amd64@" + sid.split("@")[1]]})), "failed_precondition", "environment")
+        # a project rule is met by the project image's identity
+        msg = project(["cat a.txt"], [("a.txt", "x")], softwareRule={"mode": "exact", "identities": [pid]})
+        body = self.run_ok(msg)  # (the harness recomputes request digests for snippets only)
+        self.assertEqual(body["softwareIdentity"], pid)
+        self.assertEqual(body["record"]["softwareIdentity"], pid)
+        self.assertTrue(body["record"]["softwareRuleId"])
 
     def test_hi(self):  # (36)
         body = self.snippet('console.log("hi",1+2)')

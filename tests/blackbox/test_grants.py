@@ -200,6 +200,79 @@ class Grants(WireCase):
         self.assertEqual(base64.b64decode(json.loads(data)["javascript"]["stdout"]), b"undefined\n")
 
 
+class ReferenceFile(WireCase):
+    """Issue 14 §4: a grants file written the reference's way, with every key it accepts, loads
+    and behaves: "*" callers, preamble_file, a JWT with ttl_sec and key_id."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.up = Upstream()
+        cls.tmp = tempfile.mkdtemp()
+        clients = os.path.join(cls.tmp, "clients.json")
+        grants = os.path.join(cls.tmp, "grants.json")
+        with open(clients, "w") as f:
+            json.dump({"clients": [{"id": "carol", "token_sha256": sha("carol-tok"), "scopes": ["code:run"]}]}, f)
+        with open(os.path.join(cls.tmp, "inventory.client.js"), "w") as f:
+            f.write("globalThis.items = { one: id => inventory.get('/v1/items/' + id) };\n")
+        with open(grants, "w") as f:
+            json.dump({"profiles": {"inventory": {
+                "base_url": "http://127.0.0.1:%d" % cls.up.port,
+                "allow": ["GET /v1/items/*", "GET /v1/items"],
+                "catalog": ["GET /v1/items", "GET /v1/items/*", "DELETE /v1/items/*"],
+                "batch_of": {"GET /v1/items": ["GET /v1/items/*"]},
+                "allowed_callers": ["*"],
+                "scopes": ["inventory:read"],
+                "token": {"type": "jwt", "secret_env": "INVENTORY_JWT_SECRET", "ttl_sec": 45,
+                          "issuer": "plimsoll", "audience": "inventory", "key_id": "k-2026"},
+                "global": "inventory",
+                "preamble_file": "inventory.client.js",
+                "health_check": "GET /v1/items",
+                "advice": "caller",
+                "advice_retention": "detailed",
+                "allow_in_sessions": True}}}, f)
+        cls.d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": clients,
+                        "PLIMSOLL_GRANTS_FILE": grants, "SANDBOX_RATE_PER_MIN": "0",
+                        "INVENTORY_JWT_SECRET": "0123456789abcdef0123456789abcdef-secret"})
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+        cls.up.close()
+
+    def test_loads_and_behaves(self):
+        import base64
+        n0 = len(self.up.seen)
+        code = ('items.one("7").then(r => console.log(JSON.stringify(r)))'
+                '.catch(e => console.log("ERR", e.message))')
+        msg = {"protocol": 3, "javascript": {"code": code, "grantProfile": "inventory"}}
+        st, _, data, _ = self.d.call("Run", msg, token="carol-tok")  # carol is not listed: "*"
+        self.assertEqual(st, 200, data)
+        r = json.loads(data)
+        self.assertEqual(json.loads(base64.b64decode(r["javascript"]["stdout"])), {"id": "7", "method": "GET"})
+        self.assertNotIn("advice", r)  # no advisor here (docs/grants.md)
+        seen = self.up.seen[n0:]
+        self.assertEqual(len(seen), 1)
+        self.assertEqual(seen[0]["path"], "/v1/items/7")
+        auth = seen[0]["headers"].get("Authorization", "")
+        self.assertTrue(auth.startswith("Bearer "), auth)
+
+        def part(i):
+            p = auth[7:].split(".")[i]
+            return json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))
+        self.assertEqual(part(0), {"alg": "HS256", "typ": "JWT", "kid": "k-2026"})
+        claims = part(1)
+        self.assertEqual(claims["sub"], "carol")
+        self.assertEqual(claims["aud"], "inventory")
+        self.assertEqual(claims["exp"] - claims["iat"], 45)
+        # the catalog grants nothing: a route only in the catalog never leaves
+        code = 'inventory.del("/v1/items/7").then(() => console.log("sent"), e => console.log("refused"))'
+        msg = {"protocol": 3, "javascript": {"code": code, "grantProfile": "inventory"}}
+        st, _, data, _ = self.d.call("Run", msg, token="carol-tok")
+        self.assertEqual(st, 200, data)
+        self.assertEqual(base64.b64decode(json.loads(data)["javascript"]["stdout"]), b"refused\n")
+        self.assertEqual(len(self.up.seen), n0 + 1)
+
+
 class BadFiles(unittest.TestCase):
     def start_fails(self, profile, needle):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -219,6 +292,8 @@ class BadFiles(unittest.TestCase):
         self.start_fails(dict(base, scopes=["code:run"]), "scopes")
         self.start_fails(dict(base, base_url="http://api.example"), "base_url")
         self.start_fails(dict(base, extra=1), "extra")
+        self.start_fails(dict(base, advice="loud"), "advice")
+        self.start_fails(dict(base, preamble_file="../../etc/hostname"), "preamble_file")
 
 
 if __name__ == "__main__":

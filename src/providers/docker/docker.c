@@ -53,7 +53,7 @@ int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_resu
     out->sandbox = strdup("docker");
     out->isolation = strdup(tier_name(dock_tier(s)));
     out->environment = strdup(env);
-    out->software_identity = strdup("");
+    out->software_identity = strdup(s->software_identity[k]);
     return out->sandbox && out->isolation && out->environment && out->software_identity ? 0 : -1;
 }
 
@@ -79,6 +79,10 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     if (proven) {
         snprintf(d->javascript.identity, sizeof d->javascript.identity, "docker-image:%s", s->id[DOCK_SNIPPET]);
         snprintf(d->project.identity, sizeof d->project.identity, "docker-image:%s", s->id[DOCK_PROJECT]);
+        snprintf(d->javascript.software_identity, sizeof d->javascript.software_identity, "%s",
+                 s->software_identity[DOCK_SNIPPET]);
+        snprintf(d->project.software_identity, sizeof d->project.software_identity, "%s",
+                 s->software_identity[DOCK_PROJECT]);
     }
     d->javascript.default_timeout_ms = DOCK_SNIPPET_DEFAULT_MS;
     d->javascript.max_timeout_ms = DOCK_SNIPPET_MAX_MS;
@@ -209,6 +213,7 @@ static int setup_seccomp(struct dock_state *s, const char *path, struct plm_err 
         return plm_err_wrap(err, "SANDBOX_DOCKER_SECCOMP");
     char digest[PLM_HEX_SHA256];
     rec_sha256_hex(s->seccomp, len, digest);
+    snprintf(s->seccomp_sha256, sizeof s->seccomp_sha256, "%s", digest);
     snprintf(s->seccomp_desc, sizeof s->seccomp_desc, "%.40s sha256:%.16s, %zu allowed, default deny", source, digest,
              s->seccomp_allowed);
     return 0;
@@ -259,6 +264,8 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
     if (setup_seccomp(s, c->seccomp_path, err) < 0)
         return -1;
     l->seccomp = s->runsc ? NULL : s->seccomp; /* (spec) under runc only */
+    if (s->runsc)
+        s->seccomp_sha256[0] = 0; /* the card says no profile is sent */
 
     if (c->grant_dir && *c->grant_dir) {
         if (c->grant_dir[0] != '/' || strlen(c->grant_dir) >= sizeof s->grant_dir)

@@ -134,6 +134,41 @@ bool dock_ref_pinned(const char *ref);
 /* An image ENV entry we hand on: NAME=value, NAME a shell identifier, not a loader variable. */
 int dock_env_check(const char *entry, struct plm_err *err);
 
+/* ---- posture.c: the host's posture (rootful / rootless / userns-remap) and LSM confinement ---- */
+enum dock_mode { DOCK_MODE_UNKNOWN = 0, DOCK_MODE_ROOTFUL, DOCK_MODE_ROOTLESS, DOCK_MODE_USERNS_REMAP };
+struct dock_posture {
+    enum dock_mode mode;      /* UNKNOWN unless /info and the socket's peer uid agree */
+    char why[128];            /* what decided the mode, or why it is unknown */
+    long daemon_uid;          /* SO_PEERCRED uid of the API socket; -1 unreadable */
+    char security_options[96]; /* the SecurityOptions names, comma-separated */
+    char seccomp_default[48]; /* the daemon's default seccomp profile ("none" when absent) */
+    bool apparmor, selinux;   /* the daemon reports the LSM enabled */
+    char server_version[64], cgroup_version[8], cgroup_driver[16];
+    /* from the probe container (dock_posture_container) */
+    char apparmor_profile[48], selinux_label[96], lsm_observed[96];
+};
+const char *dock_mode_name(enum dock_mode m);
+/* Reads a parsed /info answer; -1 with err when SecurityOptions is not a list of at most 32
+ * strings of 1..256 bytes each naming an option. A mode that cannot be proven is not an error
+ * here: p->mode stays UNKNOWN and p->why says why. */
+int dock_posture_from_info(const json_t *info, long peer_uid, struct dock_posture *p, struct plm_err *err);
+/* The uid of the process serving the unix socket at `sock` (SO_PEERCRED), or -1. */
+long dock_peer_uid(const char *sock);
+/* The container's LSM state from its inspect answer and, when visible, /proc/<pid>/attr. */
+void dock_posture_container(const json_t *inspect, long pid, struct dock_posture *p);
+/* True when the kernel shows the container's process under an LSM label other than unconfined. */
+bool dock_posture_confined(const struct dock_posture *p);
+/* The posture as card lines; seccomp_sha256 NULL or "" when no profile is sent (runsc). */
+int dock_posture_lines(const struct dock_posture *p, const char *runtime, const char *runtime_version,
+                       const char *seccomp_sha256, struct plm_evidence *ev);
+
+/* ---- identity.c: the image's software identity (wire.md §4.2) -------------------------------- */
+/* "linux/amd64" (or os/arch/variant) from an image inspect answer; -1 with err on anything else
+ * than short lowercase tokens. */
+int dock_platform(const json_t *inspect, char *out, size_t cap, struct plm_err *err);
+/* "oci-config:<platform>@sha256:<hex>"; -1 (and out "") when an input is not well formed. */
+int dock_software_identity(const char *platform, const char *image_id, char *out, size_t cap);
+
 /* ---- the provider's state (docker.c owns it) ---------------------------------------------------- */
 struct dock_box; /* launch.c */
 
@@ -153,9 +188,13 @@ struct dock_state {
     /* set by the first successful preflight (before anything is served), then read-only */
     bool have_ids;
     char id[2][72];
+    char platform[2][56];          /* identity.c: "linux/amd64" */
+    char software_identity[2][160]; /* identity.c; "" when none could be stated */
     char **env[2];
     size_t n_env[2];
     char runtime_path[256], docker_version[64], runc_version[64], cgroup_version[8];
+    struct dock_posture posture; /* posture.c; the LSM fields are filled by the probe (smoke.c) */
+    char seccomp_sha256[65];     /* the profile sent with every container; "" under runsc */
 
     /* set by smoke_test, then read-only */
     struct plm_evidence card[2]; /* [0] as proven; [1] the same at tier container */

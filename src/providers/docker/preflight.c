@@ -122,9 +122,11 @@ static void free_env(char **env, size_t n)
 
 struct observed {
     char id[2][72];
+    char platform[2][56];
     char **env[2];
     size_t n_env[2];
     char runtime_path[256], docker_version[64], runc_version[64], cgroup_version[8];
+    struct dock_posture posture;
 };
 
 static void copy_json_str(char *dst, size_t cap, json_t *v)
@@ -164,6 +166,8 @@ static int check_image(struct dock_state *s, int k, int64_t deadline, struct obs
     else if (env && !json_is_null(env) && (!json_is_array(env) || json_array_size(env) > 64))
         r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "%s=%s: ENV is not a list of at most 64 entries", what,
                         s->ref[k]);
+    if (!r && dock_platform(j, o->platform[k], sizeof o->platform[k], err) < 0)
+        r = plm_err_wrap(err, "%s=%s", what, s->ref[k]);
     if (!r) {
         snprintf(o->id[k], sizeof o->id[k], "%s", id);
         size_t n = json_is_array(env) ? json_array_size(env) : 0;
@@ -201,6 +205,10 @@ static int check_daemon(struct dock_state *s, int64_t deadline, struct observed 
         return plm_err_wrap(err, "docker info");
     copy_json_str(o->docker_version, sizeof o->docker_version, json_object_get(info, "ServerVersion"));
     copy_json_str(o->cgroup_version, sizeof o->cgroup_version, json_object_get(info, "CgroupVersion"));
+    if (dock_posture_from_info(info, dock_peer_uid(s->eng.sock), &o->posture, err) < 0) {
+        json_decref(info);
+        return -1;
+    }
     json_t *rt = json_object_get(json_object_get(info, "Runtimes"), s->runtime);
     const char *p = json_string_value(json_object_get(rt, "path"));
     int r = 0;
@@ -244,6 +252,10 @@ static int refresh(struct dock_state *s, struct plm_err *err)
     int r = check_daemon(s, deadline, &o, err);
     for (int k = 0; !r && k < 2; k++)
         r = check_image(s, k, deadline, &o, err);
+    if (!r && s->have_ids && o.posture.mode != s->posture.mode)
+        r = plm_err_set(err, 0, PLM_E_ENVIRONMENT, PLM_REFUSAL_NONE,
+                        "dockerd's posture is now %s (%.100s), but %s was proven at startup; restart plimsolld",
+                        dock_mode_name(o.posture.mode), o.posture.why, dock_mode_name(s->posture.mode));
     if (!r && s->have_ids) {
         for (int k = 0; k < 2 && !r; k++)
             if (strcmp(o.id[k], s->id[k]) != 0) {
@@ -257,6 +269,8 @@ static int refresh(struct dock_state *s, struct plm_err *err)
         /* First success, before anything is served: these become read-only from here on. */
         for (int k = 0; k < 2; k++) {
             memcpy(s->id[k], o.id[k], sizeof s->id[k]);
+            memcpy(s->platform[k], o.platform[k], sizeof s->platform[k]);
+            dock_software_identity(s->platform[k], s->id[k], s->software_identity[k], sizeof s->software_identity[k]);
             s->env[k] = o.env[k];
             s->n_env[k] = o.n_env[k];
             o.env[k] = NULL, o.n_env[k] = 0;
@@ -265,6 +279,7 @@ static int refresh(struct dock_state *s, struct plm_err *err)
         snprintf(s->docker_version, sizeof s->docker_version, "%s", o.docker_version);
         snprintf(s->runc_version, sizeof s->runc_version, "%s", o.runc_version);
         snprintf(s->cgroup_version, sizeof s->cgroup_version, "%s", o.cgroup_version);
+        s->posture = o.posture;
         s->have_ids = true;
     }
     for (int k = 0; k < 2; k++)

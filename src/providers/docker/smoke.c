@@ -350,6 +350,7 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
         json_t *pid = json_object_get(json_object_get(ins, "State"), "Pid");
         host_limits(json_is_integer(pid) ? (long)json_integer_value(pid) : 0, b->id, !strcmp(s->cgroup_version, "2"),
                     &h);
+        dock_posture_container(ins, json_is_integer(pid) ? (long)json_integer_value(pid) : 0, &s->posture);
     }
     json_decref(ins);
     bool done = probe_done(&c);
@@ -630,6 +631,9 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
     if (ev_add_check(ev, "preflight.runtime",
                      s->runsc ? "runsc registered; its path's basename is runsc" : "runtime registered with dockerd",
                      true, "%s -> %.120s", s->runtime, s->runtime_path) < 0 ||
+        ev_add_check(ev, "host.posture", "rootful, rootless or userns-remap: /info agrees with the socket's peer uid",
+                     s->posture.mode != DOCK_MODE_UNKNOWN, "%s: %.140s", dock_mode_name(s->posture.mode),
+                     s->posture.why) < 0 ||
         ev_add_check(ev, "preflight.images", "present, launched by ID, no VOLUME, ENV free of loader variables", true,
                      "snippet %.19s, project %.19s", s->id[DOCK_SNIPPET], s->id[DOCK_PROJECT]) < 0)
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
@@ -637,6 +641,7 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
         run_grants(s, ev, err) < 0)
         return plm_err_wrap(err, "startup proof");
     if (dock_lockdown_lines(&s->lock, s->seccomp_desc, ev) < 0 ||
+        dock_posture_lines(&s->posture, s->runtime, ev->runtime_version, s->seccomp_sha256, ev) < 0 ||
         ev_add_confinement(ev, "dockerd %s, Engine API %s, cgroup v%s", s->docker_version, DOCK_API + 2,
                            s->cgroup_version) < 0 ||
         ev_add_confinement(ev, "image snippet %s", s->id[DOCK_SNIPPET]) < 0 ||
