@@ -1,0 +1,125 @@
+/* run.c: one snippet on one seeded VM: RUN out, then the guest's frames until its RESULT, with
+ * a grant's HOST_CALLs answered through the daemon's broker on the way.
+ * Owns: nothing beyond the call (the VM is the caller's, and is killed by it afterwards).
+ * Trusts: every guest frame only after mvc_decode_guest; host-call numbering is re-checked here.
+ * Invariant: the run is bounded by its timeout + MV_GRACE_MS on the host side whatever the guest
+ *   does; every failure after RUN was sent is an error without a refusal (code may have run). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "../../core/limits.h"
+#include "mv_int.h"
+
+static int copy_bytes(struct plm_bytes *b, const uint8_t *p, uint32_t n)
+{
+    b->data = malloc(n ? n : 1);
+    if (!b->data)
+        return -1;
+    memcpy(b->data, p, n);
+    b->len = n;
+    return 0;
+}
+
+static int answer_host_call(struct mv_vm *vm, const struct qf_host_call *hc, const struct plm_host_api *api,
+                            int64_t deadline_ns, struct plm_err *err)
+{
+    uint8_t fixed[QF_HOST_REPLY_FIXED];
+    if (mv_now_ns() >= deadline_ns) {
+        qf_host_reply_encode_fixed(fixed, hc->call_no, 0, QF_HR_DEADLINE, 0);
+        return mv_vm_send(vm, MVC_HOST_REPLY, fixed, sizeof fixed, NULL, 0, NULL, 0, err);
+    }
+    char method[QF_HOST_METHOD_MAX + 1], *path = malloc(hc->path_len + 1);
+    if (!path)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
+    memcpy(method, hc->method, hc->method_len);
+    method[hc->method_len] = 0;
+    memcpy(path, hc->path, hc->path_len);
+    path[hc->path_len] = 0;
+    struct plm_host_reply rep = {0};
+    api->call(api->cb_ctx, method, path, hc->body_len ? hc->body : NULL, hc->body_len, &rep);
+    free(path);
+    free(rep.content_type);
+    size_t blen = rep.len > QF_HOST_REPLY_MAX ? QF_HOST_REPLY_MAX : rep.len;
+    uint32_t status = rep.status >= 100 && rep.status <= 599 ? (uint32_t)rep.status : 502;
+    qf_host_reply_encode_fixed(fixed, hc->call_no, status, 0, (uint32_t)blen);
+    int r = mv_vm_send(vm, MVC_HOST_REPLY, fixed, sizeof fixed, rep.body, blen, NULL, 0, err);
+    free(rep.body);
+    return r;
+}
+
+int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_t len, const struct plm_host_api *api,
+                   uint32_t timeout_ms, struct plm_js_result *out, int64_t *ms, struct plm_err *err)
+{
+    (void)s;
+    memset(out, 0, sizeof *out);
+    int64_t t0 = mv_now_ns();
+    int64_t run_deadline = t0 + (int64_t)timeout_ms * 1000000;
+    int64_t hard_deadline = run_deadline + (int64_t)MV_GRACE_MS * 1000000;
+    const char *client = api ? api->client_js : NULL;
+    size_t client_len = client ? strlen(client) : 0;
+    if (client_len > QF_CLIENT_MAX)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: grant client too large; nothing ran");
+    uint8_t fixed[QF_RUN_FIXED];
+    qf_run_encode_fixed(fixed, timeout_ms, api ? QF_RUN_GRANT : 0, (uint32_t)client_len);
+    if (mv_vm_send(vm, MVC_RUN, fixed, sizeof fixed, client, client_len, code, len, err) < 0)
+        return plm_err_wrap(err, "send the run");
+    uint64_t run_seq = vm->seq;
+    uint32_t calls = 0;
+    for (;;) {
+        struct mvc_frame f;
+        if (mv_vm_read(vm, hard_deadline, &f, err) < 0) {
+            if (err->errnum == ETIMEDOUT) {
+                /* The guest ran past its deadline and the grace: the host ends it. */
+                plm_err_clear(err);
+                out->timed_out = true;
+                out->exit_code = 124;
+                *ms = (mv_now_ns() - t0) / 1000000;
+                return 0;
+            }
+            return -1;
+        }
+        if (f.hdr.seq != run_seq)
+            return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: guest frame for another request");
+        switch (f.hdr.type) {
+        case MVC_RESULT: {
+            const struct qf_result *res = &f.u.result;
+            if (copy_bytes(&out->out, res->out, res->out_len) < 0 || copy_bytes(&out->err, res->err, res->err_len) < 0) {
+                plm_bytes_done(&out->out);
+                plm_bytes_done(&out->err);
+                return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
+            }
+            out->exit_code = res->exit_code;
+            out->timed_out = res->flags & QF_RES_TIMED_OUT;
+            out->out_truncated = res->flags & QF_RES_OUT_TRUNC;
+            out->err_truncated = res->flags & QF_RES_ERR_TRUNC;
+            *ms = (mv_now_ns() - t0) / 1000000;
+            return 0;
+        }
+        case MVC_HOST_CALL:
+            if (!api || f.u.host_call.call_no != calls + 1)
+                return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                                   "microvm: host call %s", api ? "out of order" : "without a grant");
+            calls++;
+            if (answer_host_call(vm, &f.u.host_call, api, run_deadline, err) < 0)
+                return -1;
+            break;
+        case MVC_DIED:
+            /* Killed by a signal inside the guest (its OOM killer, most likely): the code ran and
+             * ended, as a process killed by a signal does (exit 128 + signal, no output kept). */
+            if (WIFSIGNALED(f.u.died_status)) {
+                out->exit_code = 128 + WTERMSIG(f.u.died_status);
+                *ms = (mv_now_ns() - t0) / 1000000;
+                return 0;
+            }
+            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                               "microvm: the guest's run process ended without a result (wait status %d)",
+                               f.u.died_status);
+        default:
+            return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: unexpected guest frame type %u",
+                               f.hdr.type);
+        }
+    }
+}
