@@ -11,19 +11,20 @@ if [ ! -f build-fuzz/build.ninja ]; then
     CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
 fi
 ninja -C build-fuzz fuzz/fuzz_json_decode fuzz/fuzz_binary_decode fuzz/fuzz_route fuzz/fuzz_docker_frames \
-    fuzz/fuzz_quickjs_frames fuzz/fuzz_docker_http
+    fuzz/fuzz_quickjs_frames fuzz/fuzz_docker_http fuzz/fuzz_microvm_frames
 
 # UBSan recovers by default; a finding must fail the run like an ASan one does.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1
 
 status=0
-for t in json binary route docker quickjs http; do
+for t in json binary route docker quickjs http microvm; do
     target=fuzz_${t}_decode
     [ "$t" = route ] && target=fuzz_route
     [ "$t" = docker ] && target=fuzz_docker_frames
     [ "$t" = quickjs ] && target=fuzz_quickjs_frames
     [ "$t" = http ] && target=fuzz_docker_http
+    [ "$t" = microvm ] && target=fuzz_microvm_frames
     # New inputs go to the first (git-ignored) directory; the checked-in seeds stay untouched.
     work=fuzz/corpus-$t
     mkdir -p "$work"

@@ -53,6 +53,7 @@ static const struct var vars[] = {
     {"SANDBOX_DOCKER_RUNTIME", "- (runc)", "docker provider: runsc for gVisor"},
     {"SANDBOX_DOCKER_SECCOMP", "-", "docker provider"},
     {"SANDBOX_GUEST_UID", "61000", "docker provider"},
+    {"SANDBOX_MICROVM_QEMU", "/usr/bin/qemu-system-x86_64", "microvm provider: QEMU binary (Debian qemu-system-x86)"},
     {"SANDBOX_MICROVM_KERNEL", "- (the build's)", "microvm provider: guest kernel (vmlinuz)"},
     {"SANDBOX_MICROVM_INITRD", "- (the build's)", "microvm provider: guest initramfs"},
     {"SANDBOX_MICROVM_ACCEL", "auto", "microvm provider: auto (KVM when a probe guest boots, else TCG) | kvm | tcg"},

@@ -57,6 +57,7 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
                                                            : MV_ACCEL_AUTO,
             .kernel = getenv("SANDBOX_MICROVM_KERNEL"),
             .initrd = getenv("SANDBOX_MICROVM_INITRD"),
+            .qemu = getenv("SANDBOX_MICROVM_QEMU"),
         };
         return mv_provider_new(&mc, err);
     }

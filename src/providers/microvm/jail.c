@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -213,7 +214,6 @@ __attribute__((noreturn)) static void child(const struct mv_jail *j, char *const
     char c;
     if (read(sync_fd, &c, 1) != 1)
         _exit(JX_SYNC);
-    close(sync_fd);
 
     const int ef = fds[0];
     /* To the unprivileged id first (the jail's files must be owned by a mapped id): inside the
@@ -226,6 +226,11 @@ __attribute__((noreturn)) static void child(const struct mv_jail *j, char *const
         syscall(SYS_setresgid, MV_JAIL_INNER_ID, MV_JAIL_INNER_ID, MV_JAIL_INNER_ID) < 0 ||
         syscall(SYS_setresuid, MV_JAIL_INNER_ID, MV_JAIL_INNER_ID, MV_JAIL_INNER_ID) < 0)
         die(ef, JX_IDS, "drop ids", "");
+    /* A credential change clears the parent-death signal: set it again, tell the parent, and go
+     * on only if the parent is still there to answer (else it died before our signal was armed). */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || write(sync_fd, "a", 1) != 1 || read(sync_fd, &c, 1) != 1)
+        _exit(JX_SYNC);
+    close(sync_fd);
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         die(ef, JX_MOUNT, "make / private", "");
     if (mount("tmpfs", j->root, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=256,mode=0755") < 0)
@@ -295,8 +300,8 @@ pid_t mv_jail_spawn(const struct mv_jail *j, char *const argv[], const int *fds,
                     struct plm_err *err)
 {
     int sync[2];
-    if (pipe2(sync, O_CLOEXEC) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: pipe");
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0)
+        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: socketpair");
     long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS |
                  CLONE_NEWCGROUP | SIGCHLD;
     /* A raw clone (no atfork handlers, no locks taken in the child): the child makes syscalls
@@ -313,7 +318,9 @@ pid_t mv_jail_spawn(const struct mv_jail *j, char *const argv[], const int *fds,
         return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: clone: %s", strerror(e));
     }
     pid_t pid = (pid_t)r;
-    if (write_map(pid, "uid_map", j->uid) < 0 || write_map(pid, "gid_map", j->gid) < 0 || write(sync[1], "g", 1) != 1) {
+    char ack = 0;
+    if (write_map(pid, "uid_map", j->uid) < 0 || write_map(pid, "gid_map", j->gid) < 0 || write(sync[1], "g", 1) != 1 ||
+        read(sync[1], &ack, 1) != 1 || ack != 'a' || write(sync[1], "h", 1) != 1) {
         int e = errno;
         close(sync[1]);
         kill(pid, SIGKILL);

@@ -66,7 +66,8 @@ int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_ti
 /* Sends SEED (fresh getrandom bytes) and waits for SEEDED. */
 int mv_vm_seed(struct mv_vm *vm, uint32_t timeout_ms, struct plm_err *err);
 void mv_vm_kill(struct mv_vm *vm);
-int mv_vm_send(struct mv_vm *vm, uint16_t type, const void *a, size_t alen, const void *b, size_t blen,
+/* seq 0: a new request (the next seq); else the seq of the request this frame answers. */
+int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, size_t alen, const void *b, size_t blen,
                const void *c, size_t clen, struct plm_err *err);
 /* Next valid guest frame before deadline_ns (CLOCK_MONOTONIC); -1 with err on a protocol
  * violation, EOF (QEMU gone) or the deadline (err->errnum == ETIMEDOUT). The frame's pointers

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "mv_int.h"
@@ -98,9 +99,15 @@ struct mv_pool *mv_pool_new(struct mv_state *s, uint32_t size, struct plm_err *e
 int mv_pool_take(struct mv_pool *p, struct mv_vm *vm, struct plm_err *err)
 {
     pthread_mutex_lock(&p->mu);
-    if (p->n > 0) {
+    while (p->n > 0) {
         *vm = p->ready[--p->n];
         pthread_cond_signal(&p->cv);
+        /* A VM that died while it waited (killed from outside) is dropped, not handed out. */
+        if (waitpid(vm->pid, NULL, WNOHANG) != 0) {
+            vm->pid = -1;
+            mv_vm_kill(vm);
+            continue;
+        }
         pthread_mutex_unlock(&p->mu);
         return 0;
     }

@@ -23,13 +23,13 @@ static int copy_bytes(struct plm_bytes *b, const uint8_t *p, uint32_t n)
     return 0;
 }
 
-static int answer_host_call(struct mv_vm *vm, const struct qf_host_call *hc, const struct plm_host_api *api,
+static int answer_host_call(struct mv_vm *vm, uint64_t run_seq, const struct qf_host_call *hc, const struct plm_host_api *api,
                             int64_t deadline_ns, struct plm_err *err)
 {
     uint8_t fixed[QF_HOST_REPLY_FIXED];
     if (mv_now_ns() >= deadline_ns) {
         qf_host_reply_encode_fixed(fixed, hc->call_no, 0, QF_HR_DEADLINE, 0);
-        return mv_vm_send(vm, MVC_HOST_REPLY, fixed, sizeof fixed, NULL, 0, NULL, 0, err);
+        return mv_vm_send(vm, MVC_HOST_REPLY, run_seq, fixed, sizeof fixed, NULL, 0, NULL, 0, err);
     }
     char method[QF_HOST_METHOD_MAX + 1], *path = malloc(hc->path_len + 1);
     if (!path)
@@ -45,7 +45,7 @@ static int answer_host_call(struct mv_vm *vm, const struct qf_host_call *hc, con
     size_t blen = rep.len > QF_HOST_REPLY_MAX ? QF_HOST_REPLY_MAX : rep.len;
     uint32_t status = rep.status >= 100 && rep.status <= 599 ? (uint32_t)rep.status : 502;
     qf_host_reply_encode_fixed(fixed, hc->call_no, status, 0, (uint32_t)blen);
-    int r = mv_vm_send(vm, MVC_HOST_REPLY, fixed, sizeof fixed, rep.body, blen, NULL, 0, err);
+    int r = mv_vm_send(vm, MVC_HOST_REPLY, run_seq, fixed, sizeof fixed, rep.body, blen, NULL, 0, err);
     free(rep.body);
     return r;
 }
@@ -64,7 +64,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: grant client too large; nothing ran");
     uint8_t fixed[QF_RUN_FIXED];
     qf_run_encode_fixed(fixed, timeout_ms, api ? QF_RUN_GRANT : 0, (uint32_t)client_len);
-    if (mv_vm_send(vm, MVC_RUN, fixed, sizeof fixed, client, client_len, code, len, err) < 0)
+    if (mv_vm_send(vm, MVC_RUN, 0, fixed, sizeof fixed, client, client_len, code, len, err) < 0)
         return plm_err_wrap(err, "send the run");
     uint64_t run_seq = vm->seq;
     uint32_t calls = 0;
@@ -103,7 +103,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
                 return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
                                    "microvm: host call %s", api ? "out of order" : "without a grant");
             calls++;
-            if (answer_host_call(vm, &f.u.host_call, api, run_deadline, err) < 0)
+            if (answer_host_call(vm, run_seq, &f.u.host_call, api, run_deadline, err) < 0)
                 return -1;
             break;
         case MVC_DIED:

@@ -148,12 +148,13 @@ static void build_argv(const struct mv_state *s, enum mv_boot how, bool kvm, str
     }
 }
 
-int mv_vm_send(struct mv_vm *vm, uint16_t type, const void *a, size_t alen, const void *b, size_t blen,
+int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, size_t alen, const void *b, size_t blen,
                const void *c, size_t clen, struct plm_err *err)
 {
     uint8_t h[MVC_HDR_LEN];
-    vm->seq++;
-    mvc_hdr_encode(h, &(struct mvc_hdr){.len = (uint32_t)(alen + blen + clen), .type = type, .seq = vm->seq});
+    if (seq == 0)
+        seq = ++vm->seq;
+    mvc_hdr_encode(h, &(struct mvc_hdr){.len = (uint32_t)(alen + blen + clen), .type = type, .seq = seq});
     struct iovec iov[4] = {{h, sizeof h}, {(void *)a, alen}, {(void *)b, blen}, {(void *)c, clen}};
     int n = 4;
     struct iovec *v = iov;
@@ -316,7 +317,7 @@ int mv_vm_seed(struct mv_vm *vm, uint32_t timeout_ms, struct plm_err *err)
     int64_t t0 = mv_now_ns();
     if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed)
         return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: getrandom: %s", strerror(errno));
-    if (mv_vm_send(vm, MVC_SEED, seed, sizeof seed, NULL, 0, NULL, 0, err) < 0)
+    if (mv_vm_send(vm, MVC_SEED, 0, seed, sizeof seed, NULL, 0, NULL, 0, err) < 0)
         return -1;
     struct mvc_frame f;
     if (mv_vm_read(vm, t0 + (int64_t)timeout_ms * 1000000, &f, err) < 0)
