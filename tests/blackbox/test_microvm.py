@@ -54,6 +54,15 @@ def uid_procs():
     return found
 
 
+def proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+        return st[st.rindex(")") + 2]
+    except (OSError, ValueError):
+        return None
+
+
 def settle(pred, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -177,13 +186,16 @@ class MicroVM(WireCase):
         t = threading.Thread(target=go)
         t.start()
         time.sleep(2)
-        for p in qemus(self.d.proc.pid):
+        killed = qemus(self.d.proc.pid)
+        for p in killed:
             try:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         t.join(60)
         self.assertFalse(t.is_alive())
+        # Every killed QEMU has exited (zombie or reaped): its sockets are closed.
+        self.assertTrue(settle(lambda: all(proc_state(p) in ("Z", None) for p in killed), 10))
         st, hdrs, data, _ = got["a"]
         body = json.loads(data)
         self.assertNotEqual(st, 200)

@@ -6,6 +6,7 @@
  *   The thread that starts a VM is its parent-death thread: pool VMs are started by the refill
  *   thread, which lives until free(). */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,8 +104,13 @@ int mv_pool_take(struct mv_pool *p, struct mv_vm *vm, struct plm_err *err)
         *vm = p->ready[--p->n];
         pthread_cond_signal(&p->cv);
         /* A VM that died while it waited (killed from outside) is dropped, not handed out. */
-        if (waitpid(vm->pid, NULL, WNOHANG) != 0) {
-            vm->pid = -1;
+        struct pollfd pf = {.fd = vm->chan, .events = POLLIN | POLLRDHUP};
+        pid_t gone = waitpid(vm->pid, NULL, WNOHANG);
+        if (gone != 0 || poll(&pf, 1, 0) != 0) {
+            /* Exited (now reaped: never signal its pid again), or its channel closed or spoke
+             * unasked: gone or going. */
+            if (gone == vm->pid)
+                vm->pid = -1;
             mv_vm_kill(vm);
             continue;
         }

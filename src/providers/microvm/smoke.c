@@ -189,8 +189,10 @@ static int snippet(struct mv_state *s, const char *name, const char *code, const
     if (r < 0)
         return plm_err_wrap(err, "%s", name);
     bool pass = ok(&res);
-    CHECK(name, expected, pass, "exit %d, timed_out %d, stdout \"%.40s\"", res.exit_code, res.timed_out,
-          res.out.len ? (const char *)res.out.data : "");
+    /* The output is bytes with a length, not a string. */
+    int shown = res.out.len > 40 ? 40 : (int)res.out.len;
+    CHECK(name, expected, pass, "exit %d, timed_out %d, stdout \"%.*s\"", res.exit_code, res.timed_out, shown,
+          shown ? (const char *)res.out.data : "");
     plm_bytes_done(&res.out);
     plm_bytes_done(&res.err);
     return 0;

@@ -36,6 +36,7 @@ void mv_vm_kill(struct mv_vm *vm)
 {
     if (vm->pid > 0) {
         kill(vm->pid, SIGKILL);
+        /* ECHILD: already reaped (pool.c's liveness check); nothing else waits for our VMs. */
         while (waitpid(vm->pid, NULL, 0) < 0 && errno == EINTR)
             ;
     }
