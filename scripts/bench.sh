@@ -97,3 +97,8 @@ python3 bench/grant_bench.py "$BUILD" $providers
 if [ "${BENCH_DOCKER:-0}" = 1 ]; then
     bench/docker_bench.sh "$BUILD"
 fi
+
+# 5. microvm (BENCH_MICROVM=1; root, qemu-system-x86): daemon against `docker run --rm --runtime=runsc`.
+if [ "${BENCH_MICROVM:-0}" = 1 ]; then
+    bench/microvm_bench.sh "$BUILD"
+fi
