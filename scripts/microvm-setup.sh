@@ -2,7 +2,7 @@
 # microvm-setup.sh: the microvm provider's guest parts, built from host files (issue 10).
 # Owns: third_party/microvm/ (gitignored): the pinned Debian cloud kernel package, its vmlinuz
 #   and the four virtio modules the guest init loads; and, in `initramfs` mode, the initramfs
-#   file named by the caller (a meson build output).
+#   file named by the caller (a meson build output), with Debian's static busybox for project steps.
 # Trusts: nothing downloaded until its SHA-256 equals the pin below (apt-get also checks the
 #   archive's signed Release file before it writes the .deb).
 # Invariant: the extracted kernel and modules exist only beside a stamp holding the pinned
@@ -20,6 +20,7 @@ KREL=6.1.0-57-cloud-amd64
 KDEB=${KPKG}_${KVER}_amd64.deb
 KSHA256=4fdd0172a8c3f41a97e92465b2ac1867e1c10d82d7aeed3d26ee7a5d14df1754
 # Load order matters: virtio.ko needs symbols of virtio_ring.ko (docs/microvm.md, Layout).
+BUSYBOX=${BUSYBOX:-/bin/busybox}
 MODULES="drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/virtio_mmio.ko drivers/char/virtio_console.ko"
 
 here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
@@ -70,9 +71,15 @@ initramfs() {
     [ -x "$init" ] || die "guest init $init is not an executable"
     stage=$(mktemp -d "${out}.stage.XXXXXX")
     trap 'rm -rf "$stage"' EXIT
-    mkdir -p "$stage/dev" "$stage/proc" "$stage/tmp" "$stage/mod" "$stage/sys"
+    mkdir -p "$stage/dev" "$stage/proc" "$stage/tmp" "$stage/mod" "$stage/sys" "$stage/work" "$stage/bin"
     cp "$init" "$stage/init"
     chmod 0755 "$stage/init"
+    # Project steps run `sh -c` with busybox's applets (Debian busybox-static: one static binary).
+    [ -x "$BUSYBOX" ] || die "$BUSYBOX missing: apt-get install busybox-static (scripts/install-deps.sh)"
+    cp "$BUSYBOX" "$stage/bin/busybox"
+    for a in $("$BUSYBOX" --list); do
+        [ "$a" = busybox ] || ln -s busybox "$stage/bin/$a"
+    done
     cp "$dest"/modules/*.ko "$stage/mod/"
     # Fixed times and owners: the same inputs give the same bytes, so the identity is stable.
     python3 "$here/../src/providers/microvm/guest/mkcpio.py" "$stage" "$out.tmp"

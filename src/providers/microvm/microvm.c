@@ -50,6 +50,12 @@ static void mv_describe(struct plm_provider *p, struct plm_describe *d)
     d->javascript.max_timeout_ms = MV_MAX_TIMEOUT_MS;
     d->javascript.languages[0] = "javascript";
     d->supports_javascript_grants = true;
+    /* Projects: files, `sh -c` steps (busybox), artifacts; no grants for projects yet. */
+    d->supports_project = true;
+    snprintf(d->project.identity, sizeof d->project.identity, "%s", s->identity);
+    d->project.default_timeout_ms = MV_PROJECT_DEFAULT_MS;
+    d->project.max_timeout_ms = MV_PROJECT_MAX_MS;
+    d->project.languages[0] = "shell";
     d->memory_mb = s->cfg.memory_mb;
     d->disk_mb = s->cfg.disk_mb;
     d->cpus = s->cfg.cpus;
@@ -128,6 +134,47 @@ static int mv_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, cons
     return 0;
 }
 
+static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                             struct plm_result *out, struct plm_err *err)
+{
+    struct mv_state *s = st_of(p);
+    enum plm_tier tier = mv_tier(p);
+    if (tier_check_floor(tier, ctx->floor, err) < 0)
+        return -1;
+    if (req->kind != PLM_KIND_PROJECT)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "not a project");
+    /* Project grants would need an HTTP transport in the guest: refused before anything ran. */
+    if ((req->project.grant_profile && req->project.grant_profile[0]) || ctx->host_api)
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                           "microvm does not support grants for projects");
+    if (!s->pool)
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: not proven; nothing ran");
+    uint32_t timeout = ctx->timeout_ms ? ctx->timeout_ms : MV_PROJECT_DEFAULT_MS;
+    if (timeout > MV_PROJECT_MAX_MS)
+        timeout = MV_PROJECT_MAX_MS;
+    memset(out, 0, sizeof *out);
+    struct mv_vm vm;
+    if (mv_pool_take(s->pool, &vm, err) < 0)
+        return plm_err_wrap(err, "start a VM (nothing ran)");
+    int64_t ms = 0;
+    int r = mv_run_project(s, &vm, req, timeout, &out->project, &ms, err);
+    mv_vm_kill(&vm);
+    out->kind = PLM_KIND_PROJECT;
+    if (r < 0) {
+        plm_result_done(out);
+        return -1;
+    }
+    out->duration_ms = ms;
+    out->sandbox = strdup("microvm");
+    out->isolation = strdup(tier_name(tier));
+    out->environment = strdup(s->identity);
+    if (!out->sandbox || !out->isolation || !out->environment) {
+        plm_result_done(out);
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
+    }
+    return 0;
+}
+
 static void state_free(struct mv_state *s)
 {
     if (!s)
@@ -151,7 +198,7 @@ static const struct plm_provider_ops mv_ops = {
     .preflight = mv_preflight,
     .smoke_test = mv_smoke,
     .run_javascript = mv_run_js,
-    .run_project = NULL,
+    .run_project = mv_run_project_op,
     .destroy = mv_destroy,
 };
 

@@ -1,7 +1,7 @@
 /* microvm.h: the `microvm` provider (vm tier): one jailed QEMU `microvm` per run, Debian's cloud
  * kernel, our static guest init and QuickJS agent (docs/microvm.md). KVM where a probe guest
- * boots, TCG otherwise: the accelerator is evidence, not a tier. Projects and modules are
- * unsupported in this build (run_project is NULL). */
+ * boots, TCG otherwise: the accelerator is evidence, not a tier. Projects run `sh -c` steps with
+ * busybox; project grants and modules are unsupported. */
 #pragma once
 #include <stdint.h>
 
@@ -13,6 +13,8 @@
 #define MV_DEFAULT_DISK_MB 16u
 #define MV_DEFAULT_TIMEOUT_MS 5000u
 #define MV_MAX_TIMEOUT_MS 30000u
+#define MV_PROJECT_DEFAULT_MS 30000u
+#define MV_PROJECT_MAX_MS 120000u
 #define MV_DEFAULT_POOL 2u
 #define MV_MAX_POOL 16u
 #define MV_DEFAULT_UID 61100u

@@ -88,5 +88,8 @@ void mv_pool_free(struct mv_pool *p);
 int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_t len, const struct plm_host_api *api,
                    uint32_t timeout_ms, struct plm_js_result *out, int64_t *ms, struct plm_err *err);
 
+int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_request *req, uint32_t timeout_ms,
+                   struct plm_project_result *pr, int64_t *ms, struct plm_err *err);
+
 /* smoke.c */
 int mv_prove(struct mv_state *s, struct plm_err *err);

@@ -123,3 +123,157 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
         }
     }
 }
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    qf_put_u32(p, v);
+}
+
+/* The plan as one PROJECT payload (chan.h); sizes were validated by the daemon (§1.4). */
+static uint8_t *encode_plan(const struct plm_request *req, uint32_t timeout_ms, size_t *len)
+{
+    size_t n = 16;
+    for (size_t i = 0; i < req->project.n_files; i++)
+        n += 8 + strlen(req->project.files[i].path) + strlen(req->project.files[i].content);
+    for (size_t i = 0; i < req->project.n_steps; i++)
+        n += 4 + strlen(req->project.steps[i]);
+    for (size_t i = 0; i < req->project.n_artifacts; i++)
+        n += 4 + strlen(req->project.artifacts[i]);
+    if (n > MVC_PROJECT_MAX)
+        return NULL;
+    uint8_t *b = malloc(n), *p = b;
+    if (!b)
+        return NULL;
+#define PUT_STR(s)                                                                                                     \
+    do {                                                                                                               \
+        size_t l_ = strlen(s);                                                                                         \
+        put_u32(p, (uint32_t)l_);                                                                                      \
+        memcpy(p + 4, s, l_);                                                                                          \
+        p += 4 + l_;                                                                                                   \
+    } while (0)
+    put_u32(p, timeout_ms);
+    put_u32(p + 4, (uint32_t)req->project.n_files);
+    p += 8;
+    for (size_t i = 0; i < req->project.n_files; i++) {
+        PUT_STR(req->project.files[i].path);
+        PUT_STR(req->project.files[i].content);
+    }
+    put_u32(p, (uint32_t)req->project.n_steps);
+    p += 4;
+    for (size_t i = 0; i < req->project.n_steps; i++)
+        PUT_STR(req->project.steps[i]);
+    put_u32(p, (uint32_t)req->project.n_artifacts);
+    p += 4;
+    for (size_t i = 0; i < req->project.n_artifacts; i++)
+        PUT_STR(req->project.artifacts[i]);
+#undef PUT_STR
+    *len = (size_t)(p - b);
+    return b;
+}
+
+static int set_outcome(struct plm_project_result *pr, enum plm_outcome o, const char *detail)
+{
+    pr->outcome = o;
+    free(pr->detail);
+    pr->detail = detail ? strdup(detail) : NULL;
+    return detail && !pr->detail ? -1 : 0;
+}
+
+static int copy_project(const struct mvc_frame *f, const struct plm_request *req, struct plm_project_result *pr)
+{
+    struct mvc_project_walk w;
+    mvc_project_walk_init(&w, f);
+    uint32_t ns = f->u.project.n_steps, na = f->u.project.n_artifacts;
+    if (ns > req->project.n_steps)
+        return -2; /* more steps than were asked for: a lying guest */
+    pr->steps = calloc(ns ? ns : 1, sizeof *pr->steps);
+    pr->artifacts = calloc(na ? na : 1, sizeof *pr->artifacts);
+    if (!pr->steps || !pr->artifacts)
+        return -1;
+    int timed_out_step = 0;
+    struct mvc_step s;
+    while (pr->n_steps < ns && mvc_project_next_step(&w, &s) == 1) {
+        struct plm_step_result *sr = &pr->steps[pr->n_steps];
+        const char *cmd = req->project.steps[pr->n_steps];
+        sr->command = strndup(cmd, LIM_STEP_MAX);
+        if (!sr->command || copy_bytes(&sr->out, s.out, s.out_len) < 0 || copy_bytes(&sr->err, s.err, s.err_len) < 0)
+            return -1;
+        pr->n_steps++;
+        sr->exit_code = s.exit_code;
+        sr->timed_out = s.timed_out;
+        sr->out_truncated = s.out_truncated;
+        sr->err_truncated = s.err_truncated;
+        sr->duration_ms = s.ms;
+        if (s.timed_out && !timed_out_step)
+            timed_out_step = (int)pr->n_steps;
+    }
+    struct mvc_artifact a;
+    while (pr->n_artifacts < na && mvc_project_next_artifact(&w, &a) == 1) {
+        struct plm_artifact *ar = &pr->artifacts[pr->n_artifacts];
+        ar->path = strndup((const char *)a.path, a.path_len);
+        if (!ar->path || copy_bytes(&ar->content, a.content, a.len) < 0)
+            return -1;
+        pr->n_artifacts++;
+    }
+    pr->artifacts_truncated = f->u.project.artifacts_truncated;
+    if (f->u.project.error_len) {
+        char *e = strndup((const char *)f->u.project.error, f->u.project.error_len);
+        if (!e)
+            return -1;
+        int r = set_outcome(pr, PLM_OUTCOME_SETUP_FAILED, e);
+        free(e);
+        return r;
+    }
+    if (timed_out_step) {
+        char d[64];
+        snprintf(d, sizeof d, "step %d exceeded its time budget", timed_out_step);
+        return set_outcome(pr, PLM_OUTCOME_TIMED_OUT, d);
+    }
+    return set_outcome(pr, PLM_OUTCOME_COMPLETED, NULL);
+}
+
+int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_request *req, uint32_t timeout_ms,
+                   struct plm_project_result *pr, int64_t *ms, struct plm_err *err)
+{
+    (void)s;
+    memset(pr, 0, sizeof *pr);
+    int64_t t0 = mv_now_ns();
+    /* The outer budget is the project's timeout plus 5 s of grace (providers.md §3.5). */
+    int64_t hard_deadline = t0 + ((int64_t)timeout_ms + 5000) * 1000000;
+    size_t len = 0;
+    uint8_t *plan = encode_plan(req, timeout_ms, &len);
+    if (!plan)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: project plan; nothing ran");
+    int r = mv_vm_send(vm, MVC_PROJECT, 0, plan, len, NULL, 0, NULL, 0, err);
+    free(plan);
+    if (r < 0)
+        return plm_err_wrap(err, "send the project");
+    uint64_t run_seq = vm->seq;
+    struct mvc_frame f;
+    r = mv_vm_read(vm, hard_deadline, &f, err);
+    *ms = (mv_now_ns() - t0) / 1000000;
+    if (r < 0 && err->errnum == ETIMEDOUT) {
+        plm_err_clear(err);
+        return set_outcome(pr, PLM_OUTCOME_TIMED_OUT, "run exceeded the time budget") < 0
+                   ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory")
+                   : 0;
+    }
+    /* The VM launched and took the plan: anything but a valid report is a protocol error. */
+    if (r < 0 || f.hdr.seq != run_seq || f.hdr.type != MVC_PROJECT_RESULT) {
+        const char *d = r == 0 && f.hdr.type == MVC_DIED ? "the runner did not report" : "could not parse sandbox result";
+        plm_err_clear(err);
+        return set_outcome(pr, PLM_OUTCOME_PROTOCOL_ERROR, d) < 0
+                   ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory")
+                   : 0;
+    }
+    int c = copy_project(&f, req, pr);
+    if (c == -2) {
+        struct plm_result tmp = {.kind = PLM_KIND_PROJECT, .project = *pr};
+        plm_result_done(&tmp);
+        memset(pr, 0, sizeof *pr);
+        return set_outcome(pr, PLM_OUTCOME_PROTOCOL_ERROR, "could not parse sandbox result");
+    }
+    if (c < 0)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory after the project");
+    return 0;
+}

@@ -208,6 +208,45 @@ static bool ended_as_result(const struct plm_js_result *r)
     return r->exit_code != 0 && !r->timed_out;
 }
 
+/* A project's proof: a file in, a `sh -c` step, an artifact out. */
+static int project(struct mv_state *s, struct plm_err *err)
+{
+    struct mv_vm vm;
+    if (one_vm(s, &vm, err) < 0)
+        return plm_err_wrap(err, "project VM");
+    const struct plm_file files[] = {{"in/a.txt", "plimsoll"}};
+    const char *steps[] = {"cat in/a.txt && echo \" $(id -u)\" && echo made > out.txt"};
+    const char *arts[] = {"out.txt"};
+    struct plm_request req = {.kind = PLM_KIND_PROJECT};
+    req.project.files = files;
+    req.project.n_files = 1;
+    req.project.steps = steps;
+    req.project.n_steps = 1;
+    req.project.artifacts = arts;
+    req.project.n_artifacts = 1;
+    struct plm_result res = {.kind = PLM_KIND_PROJECT};
+    int64_t ms = 0;
+    int r = mv_run_project(s, &vm, &req, 20000, &res.project, &ms, err);
+    mv_vm_kill(&vm);
+    if (r < 0) {
+        plm_result_done(&res);
+        return plm_err_wrap(err, "project");
+    }
+    const struct plm_project_result *pr = &res.project;
+    bool ok = pr->outcome == PLM_OUTCOME_COMPLETED && pr->n_steps == 1 && pr->steps[0].exit_code == 0 &&
+              pr->steps[0].out.len == 15 && memcmp(pr->steps[0].out.data, "plimsoll 65534\n", 15) == 0 &&
+              pr->n_artifacts == 1 && pr->artifacts[0].content.len == 5 &&
+              memcmp(pr->artifacts[0].content.data, "made\n", 5) == 0;
+    int shown = pr->n_steps && pr->steps[0].out.len < 40 ? (int)pr->steps[0].out.len : 0;
+    int c = ev_add_check(&s->ev, "guest.project", "step stdout \"plimsoll 65534\", artifact out.txt, completed", ok,
+                         "outcome %d, %zu steps, stdout \"%.*s\", %zu artifacts", (int)pr->outcome, pr->n_steps, shown,
+                         shown ? (const char *)pr->steps[0].out.data : "", pr->n_artifacts);
+    plm_result_done(&res);
+    if (c < 0)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
+    return 0;
+}
+
 /* Chooses KVM when a KVM guest boots under a timeout (auto) or must (kvm); else TCG. */
 static int choose_accel(struct mv_state *s, struct plm_err *err)
 {
@@ -266,7 +305,8 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
     if (probes(s, err) < 0 ||
         snippet(s, "guest.snippet", "console.log(1+1)", "stdout \"2\\n\", exit 0", says_two, err) < 0 ||
         snippet(s, "guest.memory_bomb_snippet", "let a=[];for(;;)a.push('x'.repeat(1<<24)+a.length)",
-                "ends as a result with a non-zero exit", ended_as_result, err) < 0)
+                "ends as a result with a non-zero exit", ended_as_result, err) < 0 ||
+        project(s, err) < 0)
         return -1;
 
     char release[128] = "", cpu[128] = "";

@@ -23,7 +23,8 @@
 #include "../../core/cleanup.h"
 #include "mv_int.h"
 
-#define READ_CAP (MVC_HDR_LEN + QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX)
+/* The largest guest frame: a project's report (allocated lazily by malloc's mmap). */
+#define READ_CAP (MVC_HDR_LEN + MVC_PROJECT_RESULT_MAX)
 
 int64_t mv_now_ns(void)
 {

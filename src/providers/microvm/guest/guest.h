@@ -14,3 +14,6 @@
 int gs_send(uint16_t type, uint64_t seq, const void *payload, uint32_t len);
 /* Runs the negative probes inside the guest and sends one PROBE_RESULT (startup evidence). */
 void gs_probe(uint64_t seq);
+/* Runs one project (chan.h's PROJECT payload, len bytes) in the run process, sends one
+ * PROJECT_RESULT and exits 0 (or a GS_EXIT_* status). /work is mounted by PID 1. */
+__attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32_t len);

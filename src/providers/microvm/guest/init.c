@@ -34,6 +34,7 @@
 #define RUN_UID 65534
 
 static int port = -1;
+static uint32_t cmdline_u32(const char *key, uint32_t def);
 static uint64_t request_seq;
 
 static int read_full(void *buf, size_t n)
@@ -143,15 +144,22 @@ static int drop_privileges(void)
     return 0;
 }
 
-static void serve_run(struct jsrt *engine, uint64_t seed, const uint8_t *payload, uint32_t len)
+static void serve_run(struct jsrt *engine, uint64_t seed, uint16_t type, const uint8_t *payload, uint32_t len)
 {
     struct qf_run run;
-    if (qf_run_decode(payload, len, &run) < 0)
+    if (type == MVC_RUN && qf_run_decode(payload, len, &run) < 0)
         _exit(GS_EXIT_PROTOCOL);
+    if (type == MVC_PROJECT) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "size=%um,mode=1777", cmdline_u32("plm.disk=", 16));
+        mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, opt);
+    }
     pid_t child = fork();
     if (child == 0) {
         if (drop_privileges() < 0)
             _exit(GS_EXIT_CONFINE);
+        if (type == MVC_PROJECT)
+            gs_project(request_seq, payload, len);
         if (jsrt_adopt(engine, seed) < 0)
             _exit(GS_EXIT_ENGINE);
         char *client = NULL;
@@ -327,8 +335,8 @@ int main(void)
         }
         if (!seeded)
             idle_forever(); /* never run on a template's shared entropy */
-        if (h.type == MVC_RUN)
-            serve_run(engine, seed, payload, h.len);
+        if (h.type == MVC_RUN || h.type == MVC_PROJECT)
+            serve_run(engine, seed, h.type, payload, h.len);
         else if (h.type == MVC_PROBE)
             gs_probe(h.seq);
         idle_forever();

@@ -3,7 +3,7 @@
 
 Deterministic: entries sorted by path, owner 0:0, mtime 0, inode numbers assigned in order, so
 the same files give the same bytes and the environment identity (a SHA-256 over the kernel and
-this archive) changes only when a file does. Regular files and directories only.
+this archive) changes only when a file does. Regular files, directories and symbolic links.
 Usage: mkcpio.py DIR OUT
 """
 import os
@@ -37,13 +37,17 @@ def main():
             if stat.S_ISDIR(st.st_mode):
                 h = header(ino, stat.S_IFDIR | 0o755, 2, 0, rel)
                 f.write(h + pad(len(h)))
+            elif stat.S_ISLNK(st.st_mode):
+                target = os.readlink(p).encode()
+                h = header(ino, stat.S_IFLNK | 0o777, 1, len(target), rel)
+                f.write(h + pad(len(h)) + target + pad(len(target)))
             elif stat.S_ISREG(st.st_mode):
                 data = open(p, "rb").read()
                 mode = stat.S_IFREG | (0o755 if st.st_mode & 0o111 else 0o644)
                 h = header(ino, mode, 1, len(data), rel)
                 f.write(h + pad(len(h)) + data + pad(len(data)))
             else:
-                sys.exit("mkcpio: %s: only files and directories" % rel)
+                sys.exit("mkcpio: %s: only files, directories and links" % rel)
             ino += 1
         h = header(0, 0, 1, 0, "TRAILER!!!")
         f.write(h + pad(len(h)))
