@@ -119,7 +119,8 @@ class MicroVM(WireCase):
         self.assertTrue(d.get("supportsJavascriptGrants"))
         ev = d["evidence"]
         names = {c["name"] for c in ev["checks"]}
-        for n in ("host.qemu_uid", "host.qemu_seccomp", "host.qemu_descriptors", "guest.network_interfaces",
+        self.assertTrue(d.get("supportsProject"))
+        for n in ("guest.project", "host.qemu_uid", "host.qemu_seccomp", "host.qemu_descriptors", "guest.network_interfaces",
                   "guest.block_devices", "guest.host_file", "guest.fork_bomb", "guest.memory_bomb",
                   "guest.snippet", "guest.kernel"):
             self.assertIn(n, names)
@@ -176,6 +177,50 @@ class MicroVM(WireCase):
         seen = self.up.seen[n0:]
         self.assertEqual([s["path"] for s in seen], ["/v1/items/7"])
         self.assertEqual(seen[0]["headers"].get("Authorization"), "Bearer " + UP_TOKEN)
+
+    def run_project(self, files, steps, artifacts=(), **kw):
+        msg = {"protocol": 3, "project": {"files": [{"path": p, "content": c} for p, c in files],
+                                          "steps": list(steps), "artifacts": list(artifacts)}}
+        msg.update(kw)
+        st, _, data, _ = self.d.call("Run", msg, token=TOKEN)
+        self.assertEqual(st, 200, (data, self.d.lines[-3:]))
+        r = json.loads(data)
+        self.assertEqual(r["record"]["provider"], "microvm")
+        return r
+
+    def test_project_files_steps_artifacts_stop_at_first_failure(self):
+        r = self.run_project([("src/a.sh", "echo from-file $(id -u)")],
+                             ["sh src/a.sh > out.txt; cat out.txt", "echo e >&2; exit 3", "echo never"],
+                             ["out.txt", "missing.txt", "src/a.sh"], minimumIsolation="vm")
+        self.assertEqual(r["isolation"], "vm")
+        p = r["project"]
+        self.assertEqual(p["outcome"], "PROJECT_OUTCOME_COMPLETED")
+        self.assertFalse(p.get("outcomeDetail"))
+        self.assertEqual(len(p["steps"]), 2)
+        self.assertEqual(base64.b64decode(p["steps"][0]["stdout"]), b"from-file 65534\n")
+        self.assertEqual(p["steps"][1].get("exitCode"), 3)
+        self.assertEqual(base64.b64decode(p["steps"][1]["stderr"]), b"e\n")
+        self.assertEqual([a["path"] for a in p["artifacts"]], ["out.txt", "src/a.sh"])
+        self.assertEqual(base64.b64decode(p["artifacts"][0]["content"]), b"from-file 65534\n")
+
+    def test_project_step_timeout(self):
+        r = self.run_project([], ["echo started; sleep 30"], timeoutMs=1500)
+        p = r["project"]
+        self.assertEqual(p["outcome"], "PROJECT_OUTCOME_TIMED_OUT")
+        self.assertEqual(p.get("outcomeDetail"), "step 1 exceeded its time budget")
+        self.assertTrue(p["steps"][0].get("timedOut"))
+        self.assertEqual(p["steps"][0].get("exitCode"), 124)
+
+    def test_project_has_no_network_and_no_host_files(self):
+        r = self.run_project([], ["ls /sys/class/net; ls /etc/passwd 2>&1; echo end"])
+        outp = base64.b64decode(r["project"]["steps"][0]["stdout"])
+        self.assertTrue(outp.startswith(b"lo\n"), outp)
+        self.assertIn(b"end", outp)
+        self.assertNotIn(b"root:", outp)
+
+    def test_project_grant_is_refused_before_dispatch(self):
+        msg = {"protocol": 3, "project": {"files": [], "steps": ["true"], "grantProfile": "items"}}
+        self.assertRefused(self.d.call("Run", msg, token=TOKEN), "unimplemented", "unsupported")
 
     def test_qemu_killed_mid_run_is_an_unmarked_error(self):
         got = {}

@@ -37,6 +37,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if ((f.hdr.type == MVC_READY || f.hdr.type == MVC_PROBE_RESULT) &&
             (f.u.text.len != f.hdr.len || !mvc_text_ok(f.u.text.p, f.u.text.len)))
             abort();
+        if (f.hdr.type == MVC_PROJECT_RESULT) {
+            struct mvc_project_walk w;
+            struct mvc_step st;
+            struct mvc_artifact a;
+            uint32_t ns = 0, na = 0;
+            uint64_t art = 0;
+            mvc_project_walk_init(&w, &f);
+            while (mvc_project_next_step(&w, &st) == 1) {
+                if (st.out_len > MVC_STEP_OUT_MAX || st.err_len > MVC_STEP_OUT_MAX)
+                    abort();
+                ns++;
+            }
+            while (mvc_project_next_artifact(&w, &a) == 1) {
+                if (a.path_len == 0 || a.path_len > MVC_PATH_MAX)
+                    abort();
+                art += a.len;
+                na++;
+            }
+            if (ns != f.u.project.n_steps || na != f.u.project.n_artifacts || art > MVC_ARTIFACTS_TOTAL_MAX ||
+                f.u.project.error_len > MVC_ERROR_MAX)
+                abort();
+        }
         off += used;
     }
     return 0;

@@ -86,5 +86,40 @@ int main(void)
     n = frame(buf, MVC_HOST_CALL, 0, 1, pl, QF_HOST_CALL_FIXED + 6);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.host_call.call_no == 1);
 
+    /* PROJECT_RESULT: one step, one artifact, no error; then lengths that disagree. */
+    uint8_t pr[256];
+    size_t k = 0;
+#define U32(v) (qf_put_u32(pr + k, (v)), k += 4)
+    U32(1);
+    U32(0); /* exit 0 */
+    pr[k++] = 2; pr[k++] = 0; pr[k++] = 0; pr[k++] = 0; /* stdout cut */
+    U32(12); U32(3); U32(0);
+    memcpy(pr + k, "hi\n", 3), k += 3;
+    U32(0); U32(1);
+    U32(5); U32(2);
+    memcpy(pr + k, "a.txtok", 7), k += 7;
+    U32(0);
+#undef U32
+    n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.project.n_steps == 1 && f.u.project.n_artifacts == 1);
+    struct mvc_project_walk w;
+    struct mvc_step st;
+    struct mvc_artifact art;
+    mvc_project_walk_init(&w, &f);
+    CHECK(mvc_project_next_step(&w, &st) == 1 && st.out_len == 3 && st.out_truncated && st.ms == 12);
+    CHECK(mvc_project_next_step(&w, &st) == 0);
+    CHECK(mvc_project_next_artifact(&w, &art) == 1 && art.path_len == 5 && art.len == 2 &&
+          memcmp(art.content, "ok", 2) == 0);
+    CHECK(mvc_project_next_artifact(&w, &art) == 0);
+    pr[4 + 4] = 8; /* a reserved step flag */
+    n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    pr[4 + 4] = 2;
+    n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k - 1); /* one byte short */
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    qf_put_u32(pr, MVC_STEPS_MAX + 1); /* too many steps */
+    n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+
     return unit_done();
 }
