@@ -105,3 +105,7 @@ fi
 python3 bench/e2b_bench.py "$BUILD"
 # 6. Sessions (issue 13): a cell on an open quickjs session against a fresh Run of the same code.
 python3 bench/session_bench.py "$BUILD" 300
+# 7. microvm (BENCH_MICROVM=1; root, qemu-system-x86): daemon against `docker run --rm --runtime=runsc`.
+if [ "${BENCH_MICROVM:-0}" = 1 ]; then
+    bench/microvm_bench.sh "$BUILD"
+fi

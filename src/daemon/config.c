@@ -29,7 +29,7 @@ static const struct var vars[] = {
     {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (docs/grants.md); a bad file stops startup"},
     {"PLIMSOLL_GUARD_ADDR", "-", "e2b egress-guard listener (host:port); required with E2B_GUARD_URL, e2b only"},
     {"PLIMSOLL_UI", "0", "1 serves the read-only run-card page on GET / and /ui (docs/ui.md)"},
-    {"SANDBOX_PROVIDER", "disabled", "disabled | quickjs (alias wasm) | docker | e2b"},
+    {"SANDBOX_PROVIDER", "disabled", "disabled | quickjs (alias wasm) | docker | microvm | e2b"},
     {"SANDBOX_MIN_ISOLATION", "-", "refuse to start when the provider's proven tier is below this"},
     {"SANDBOX_MAX_CONCURRENT", "8", "global run concurrency, 1-1024; also sizes the worker pool"},
     {"SANDBOX_PER_KEY_CONCURRENT", "SANDBOX_MAX_CONCURRENT/2", "runs in flight per caller"},
@@ -61,6 +61,10 @@ static const struct var vars[] = {
     {"E2B_ENVD_URL", "https://49983-{sandbox}.<domain>", "e2b provider: envd URL template; stated on the card"},
     {"E2B_CA_FILE", "- (system CA store)", "e2b provider: a private CA bundle"},
     {"E2B_GUARD_URL", "-", "e2b provider: public https URL of the egress guard (grants)"},
+    {"SANDBOX_MICROVM_QEMU", "/usr/bin/qemu-system-x86_64", "microvm provider: QEMU binary (Debian qemu-system-x86)"},
+    {"SANDBOX_MICROVM_KERNEL", "- (the build's)", "microvm provider: guest kernel (vmlinuz)"},
+    {"SANDBOX_MICROVM_INITRD", "- (the build's)", "microvm provider: guest initramfs"},
+    {"SANDBOX_MICROVM_ACCEL", "auto", "microvm provider: auto (KVM when a probe guest boots, else TCG) | kvm | tcg"},
     {"SANDBOX_REQUIRE_PINNED_IMAGES", "false", "strict boolean: \"\", 0, false, 1, true"},
 };
 
@@ -135,9 +139,11 @@ static int parse_provider(const char *v, struct plm_config *c, struct plm_err *e
         c->provider = CFG_DOCKER;
     else if (!strcmp(lowered, "e2b"))
         c->provider = CFG_E2B;
+    else if (!strcmp(lowered, "microvm"))
+        c->provider = CFG_MICROVM;
     else
         return CFG_ERR(err, "SANDBOX_PROVIDER=\"%s\" is unknown; known providers: disabled, quickjs (alias wasm), "
-                            "docker, e2b", v);
+                            "docker, microvm, e2b", v);
     return 0;
 }
 
@@ -244,6 +250,21 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
     c->guard_addr = nonempty(get, "PLIMSOLL_GUARD_ADDR");
     if (c->guard_addr && c->provider != CFG_E2B)
         return CFG_ERR(err, "PLIMSOLL_GUARD_ADDR is set, but only the e2b provider has an egress guard");
+    if ((v = nonempty(get, "SANDBOX_MICROVM_ACCEL"))) {
+        if (!strcasecmp(v, "auto"))
+            c->microvm_accel = CFG_ACCEL_AUTO;
+        else if (!strcasecmp(v, "kvm"))
+            c->microvm_accel = CFG_ACCEL_KVM;
+        else if (!strcasecmp(v, "tcg"))
+            c->microvm_accel = CFG_ACCEL_TCG;
+        else
+            return CFG_ERR(err, "SANDBOX_MICROVM_ACCEL=\"%s\": expected auto, kvm or tcg", v);
+    }
+    /* A VM has whole vCPUs and no process-count limit the host could prove. */
+    if (c->provider == CFG_MICROVM && c->pids_set)
+        return CFG_ERR(err, "SANDBOX_PIDS is set, but the microvm provider cannot enforce it; unset it");
+    if (c->provider == CFG_MICROVM && c->cpus_set && (c->cpus != (double)(uint32_t)c->cpus || c->cpus > 8))
+        return CFG_ERR(err, "SANDBOX_CPUS=%g: the microvm provider needs a whole number of vCPUs (0..8)", c->cpus);
     if (c->provider == CFG_QUICKJS && (c->cpus_set || c->pids_set || c->disk_set))
         return CFG_ERR(err, "%s is set, but the quickjs provider cannot enforce it; unset it",
                        c->cpus_set ? "SANDBOX_CPUS" : c->pids_set ? "SANDBOX_PIDS" : "SANDBOX_DISK_MB");

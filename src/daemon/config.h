@@ -10,7 +10,9 @@
 #include "../core/tier.h"
 #include "session_config.h"
 
-enum cfg_provider { CFG_DISABLED, CFG_QUICKJS, CFG_DOCKER, CFG_E2B };
+enum cfg_provider { CFG_DISABLED, CFG_QUICKJS, CFG_DOCKER, CFG_E2B, CFG_MICROVM };
+/* SANDBOX_MICROVM_ACCEL */
+enum cfg_accel { CFG_ACCEL_AUTO, CFG_ACCEL_KVM, CFG_ACCEL_TCG };
 
 struct plm_config {
     const char *addr;
@@ -30,6 +32,7 @@ struct plm_config {
     bool memory_set, pids_set, disk_set, cpus_set;
     bool require_pinned; /* SANDBOX_REQUIRE_PINNED_IMAGES */
     struct plm_session_config sessions; /* sessions.md §3.1 (session_config.c) */
+    enum cfg_accel microvm_accel; /* SANDBOX_MICROVM_ACCEL: auto (default), kvm or tcg */
 };
 
 /* getenv_fn lets tests supply an environment. */

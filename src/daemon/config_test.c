@@ -43,6 +43,17 @@ int main(void)
     CHECK(load(ENV("SANDBOX_PROVIDER=quickjs", "SANDBOX_PIDS=64"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_PIDS"));
     CHECK(load(ENV("SANDBOX_PROVIDER=quickjs", "SANDBOX_CPUS=1"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_CPUS"));
     CHECK(load(ENV("SANDBOX_PROVIDER=quickjs", "SANDBOX_DISK_MB=5"), &c, &err) < 0);
+    /* microvm: the accelerator, and what a VM cannot enforce */
+    CHECK(load(ENV("SANDBOX_PROVIDER=microvm"), &c, &err) == 0 && c.provider == CFG_MICROVM &&
+          c.microvm_accel == CFG_ACCEL_AUTO);
+    CHECK(load(ENV("SANDBOX_PROVIDER=microvm", "SANDBOX_MICROVM_ACCEL=TCG"), &c, &err) == 0 &&
+          c.microvm_accel == CFG_ACCEL_TCG);
+    CHECK(load(ENV("SANDBOX_PROVIDER=microvm", "SANDBOX_MICROVM_ACCEL=xen"), &c, &err) < 0 &&
+          strstr(err.msg, "SANDBOX_MICROVM_ACCEL"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=microvm", "SANDBOX_PIDS=64"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_PIDS"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=microvm", "SANDBOX_CPUS=1.5"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_CPUS"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=microvm", "SANDBOX_CPUS=2", "SANDBOX_MEMORY_MB=512"), &c, &err) == 0 &&
+          c.cpus == 2 && c.memory_mb == 512);
     CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=TRUE"), &c, &err) == 0);
     CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES="), &c, &err) == 0);
     CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=0"), &c, &err) == 0);

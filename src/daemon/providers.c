@@ -7,6 +7,7 @@
 #include "../providers/disabled/disabled.h"
 #include "../providers/docker/docker.h"
 #include "../providers/e2b/e2b.h"
+#include "../providers/microvm/microvm.h"
 #include "../providers/quickjs/quickjs.h"
 
 static const char *env_or(const char *name, const char *fallback)
@@ -45,6 +46,23 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
             .docker_host = getenv("DOCKER_HOST"),
         };
         return dock_provider_new(&dc, err);
+    }
+    case CFG_MICROVM: {
+        /* SANDBOX_MEMORY_MB is guest RAM, SANDBOX_CPUS whole vCPUs, SANDBOX_DISK_MB the guest's /tmp
+         * (config.c refuses what a VM cannot enforce). The pool stays small: a VM costs RAM. */
+        struct mv_config mc = {
+            .memory_mb = cfg->memory_mb,
+            .cpus = (uint32_t)cfg->cpus,
+            .disk_mb = cfg->disk_mb,
+            .pool_size = cfg->max_concurrent < 2 ? cfg->max_concurrent : 2,
+            .accel = cfg->microvm_accel == CFG_ACCEL_KVM   ? MV_ACCEL_KVM
+                     : cfg->microvm_accel == CFG_ACCEL_TCG ? MV_ACCEL_TCG
+                                                           : MV_ACCEL_AUTO,
+            .kernel = getenv("SANDBOX_MICROVM_KERNEL"),
+            .initrd = getenv("SANDBOX_MICROVM_INITRD"),
+            .qemu = getenv("SANDBOX_MICROVM_QEMU"),
+        };
+        return mv_provider_new(&mc, err);
     }
     case CFG_E2B: {
         /* Endpoints default to E2B's; any other is stated on the card and in Describe. */

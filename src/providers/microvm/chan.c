@@ -1,0 +1,235 @@
+/* chan.c: encoding and decoding of host <-> guest frames (chan.h).
+ * Trusts: nothing. The host decodes what a guest wrote, and the guest kernel runs the code of
+ * whoever sent the snippet: every field is range-checked before anyone uses it.
+ * Invariant: a frame is accepted only when its payload decoder consumed exactly len bytes, and
+ * every length is compared with its cap before the caller allocates or waits for more. */
+#include "chan.h"
+
+#include <string.h>
+
+#include "../../core/limits.h"
+
+uint32_t mvc_max_len(uint16_t type)
+{
+    switch (type) {
+    case MVC_SEED: return MVC_SEED_LEN;
+    case MVC_RUN: return QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX;
+    case MVC_HOST_REPLY: return QF_HOST_REPLY_FIXED + QF_HOST_REPLY_MAX;
+    case MVC_PROBE: return 0;
+    case MVC_READY: return MVC_READY_MAX;
+    case MVC_RESULT: return QF_RESULT_FIXED + 2 * LIM_OUTPUT_MAX;
+    case MVC_PROBE_RESULT: return MVC_PROBE_RESULT_MAX;
+    case MVC_HOST_CALL: return QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX;
+    case MVC_DIED: return 4;
+    case MVC_SEEDED: return 0;
+    case MVC_PROJECT: return MVC_PROJECT_MAX;
+    case MVC_PROJECT_RESULT: return MVC_PROJECT_RESULT_MAX;
+    }
+    return 0;
+}
+
+static uint32_t min_len(uint16_t type)
+{
+    switch (type) {
+    case MVC_SEED: return MVC_SEED_LEN;
+    case MVC_RUN: return QF_RUN_FIXED + 1;
+    case MVC_HOST_REPLY: return QF_HOST_REPLY_FIXED;
+    case MVC_RESULT: return QF_RESULT_FIXED;
+    case MVC_HOST_CALL: return QF_HOST_CALL_FIXED + 2;
+    case MVC_DIED: return 4;
+    case MVC_PROJECT: return 16;
+    case MVC_PROJECT_RESULT: return 12;
+    }
+    return 0;
+}
+
+static bool known(uint16_t t)
+{
+    return (t >= MVC_SEED && t <= MVC_PROJECT) || (t >= MVC_READY && t <= MVC_PROJECT_RESULT);
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+void mvc_hdr_encode(uint8_t out[MVC_HDR_LEN], const struct mvc_hdr *h)
+{
+    qf_put_u32(out, h->len);
+    out[4] = (uint8_t)(h->type >> 8);
+    out[5] = (uint8_t)h->type;
+    out[6] = (uint8_t)(h->flags >> 8);
+    out[7] = (uint8_t)h->flags;
+    qf_put_u64(out + 8, h->seq);
+}
+
+int mvc_hdr_decode(const uint8_t in[MVC_HDR_LEN], struct mvc_hdr *h)
+{
+    h->len = be32(in);
+    h->type = (uint16_t)(in[4] << 8 | in[5]);
+    h->flags = (uint16_t)(in[6] << 8 | in[7]);
+    h->seq = (uint64_t)be32(in + 8) << 32 | be32(in + 12);
+    if (!known(h->type) || h->flags != 0)
+        return -1;
+    if (h->len > mvc_max_len(h->type) || h->len < min_len(h->type))
+        return -1;
+    return 0;
+}
+
+bool mvc_text_ok(const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != '\n' && (p[i] < 0x20 || p[i] > 0x7e))
+            return false;
+    return true;
+}
+
+static int read_step(struct qf_reader *r, struct mvc_step *s)
+{
+    s->exit_code = qf_get_i32(r);
+    uint8_t flags = qf_get_u8(r);
+    uint8_t z0 = qf_get_u8(r), z1 = qf_get_u8(r), z2 = qf_get_u8(r);
+    s->ms = qf_get_u32(r);
+    s->out_len = qf_get_u32(r);
+    s->err_len = qf_get_u32(r);
+    if (r->bad || (flags & ~7u) || z0 || z1 || z2 || s->out_len > MVC_STEP_OUT_MAX || s->err_len > MVC_STEP_OUT_MAX)
+        return -1;
+    s->timed_out = flags & 1;
+    s->out_truncated = flags & 2;
+    s->err_truncated = flags & 4;
+    s->out = qf_get_bytes(r, s->out_len);
+    s->err = qf_get_bytes(r, s->err_len);
+    return r->bad ? -1 : 0;
+}
+
+static int read_artifact(struct qf_reader *r, struct mvc_artifact *a)
+{
+    a->path_len = qf_get_u32(r);
+    a->len = qf_get_u32(r);
+    if (r->bad || a->path_len == 0 || a->path_len > MVC_PATH_MAX || a->len > MVC_ARTIFACTS_TOTAL_MAX)
+        return -1;
+    a->path = qf_get_bytes(r, a->path_len);
+    a->content = qf_get_bytes(r, a->len);
+    if (r->bad || !qf_text_ok(a->path, a->path_len))
+        return -1;
+    return 0;
+}
+
+/* Every length and count of a PROJECT_RESULT, before anyone copies a byte of it. */
+static int project_result_check(const uint8_t *p, size_t len, struct mvc_frame *out)
+{
+    struct qf_reader r;
+    qf_reader_init(&r, p, len);
+    uint32_t n_steps = qf_get_u32(&r);
+    if (r.bad || n_steps > MVC_STEPS_MAX)
+        return -1;
+    uint64_t out_total = 0;
+    for (uint32_t i = 0; i < n_steps; i++) {
+        struct mvc_step s;
+        if (read_step(&r, &s) < 0)
+            return -1;
+        out_total += (uint64_t)s.out_len + s.err_len;
+    }
+    uint32_t trunc = qf_get_u32(&r), n_art = qf_get_u32(&r);
+    if (r.bad || trunc > 1 || n_art > MVC_ARTIFACTS_MAX || out_total > MVC_STEPS_OUT_BUDGET)
+        return -1;
+    uint64_t art_total = 0;
+    for (uint32_t i = 0; i < n_art; i++) {
+        struct mvc_artifact a;
+        if (read_artifact(&r, &a) < 0)
+            return -1;
+        art_total += a.len;
+    }
+    uint32_t elen = qf_get_u32(&r);
+    if (r.bad || elen > MVC_ERROR_MAX || art_total > MVC_ARTIFACTS_TOTAL_MAX)
+        return -1;
+    const uint8_t *e = qf_get_bytes(&r, elen);
+    if (qf_reader_finish(&r) < 0 || !qf_text_ok(e, elen))
+        return -1;
+    out->u.project.p = p;
+    out->u.project.len = (uint32_t)len;
+    out->u.project.n_steps = n_steps;
+    out->u.project.n_artifacts = n_art;
+    out->u.project.artifacts_truncated = trunc;
+    out->u.project.error = e;
+    out->u.project.error_len = elen;
+    return 0;
+}
+
+void mvc_project_walk_init(struct mvc_project_walk *w, const struct mvc_frame *f)
+{
+    qf_reader_init(&w->r, f->u.project.p, f->u.project.len);
+    (void)qf_get_u32(&w->r);
+    w->steps_left = f->u.project.n_steps;
+    w->artifacts_left = f->u.project.n_artifacts;
+    if (w->steps_left == 0) {
+        (void)qf_get_u32(&w->r); /* artifacts_truncated */
+        (void)qf_get_u32(&w->r); /* n_artifacts */
+    }
+}
+
+int mvc_project_next_step(struct mvc_project_walk *w, struct mvc_step *s)
+{
+    if (w->steps_left == 0)
+        return 0;
+    w->steps_left--;
+    if (read_step(&w->r, s) < 0)
+        return 0;
+    if (w->steps_left == 0) {
+        (void)qf_get_u32(&w->r); /* artifacts_truncated, n_artifacts: known from the check */
+        (void)qf_get_u32(&w->r);
+    }
+    return 1;
+}
+
+int mvc_project_next_artifact(struct mvc_project_walk *w, struct mvc_artifact *a)
+{
+    if (w->steps_left != 0 || w->artifacts_left == 0)
+        return 0;
+    w->artifacts_left--;
+    return read_artifact(&w->r, a) < 0 ? 0 : 1;
+}
+
+enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct mvc_frame *out, size_t *used)
+{
+    if (len < MVC_HDR_LEN)
+        return MVC_NEED_MORE;
+    struct mvc_hdr h;
+    if (mvc_hdr_decode(buf, &h) < 0 || h.type < MVC_READY)
+        return MVC_BAD; /* unknown, reserved flags, out of bounds, or a host->guest type */
+    if (len - MVC_HDR_LEN < h.len)
+        return MVC_NEED_MORE;
+    const uint8_t *p = buf + MVC_HDR_LEN;
+    memset(out, 0, sizeof *out);
+    out->hdr = h;
+    switch (h.type) {
+    case MVC_READY:
+    case MVC_PROBE_RESULT:
+        if (!mvc_text_ok(p, h.len))
+            return MVC_BAD;
+        out->u.text.p = p;
+        out->u.text.len = h.len;
+        break;
+    case MVC_RESULT:
+        if (qf_result_decode(p, h.len, &out->u.result) < 0)
+            return MVC_BAD;
+        break;
+    case MVC_HOST_CALL:
+        if (qf_host_call_decode(p, h.len, &out->u.host_call) < 0)
+            return MVC_BAD;
+        break;
+    case MVC_DIED:
+        out->u.died_status = (int32_t)be32(p);
+        break;
+    case MVC_SEEDED:
+        break;
+    case MVC_PROJECT_RESULT:
+        if (project_result_check(p, h.len, out) < 0)
+            return MVC_BAD;
+        break;
+    default:
+        return MVC_BAD;
+    }
+    *used = MVC_HDR_LEN + h.len;
+    return MVC_FRAME;
+}

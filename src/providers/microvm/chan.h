@@ -1,0 +1,128 @@
+/* chan.h: the framing between the daemon and the guest agent of one microvm, carried over the
+ * VM's virtio-serial port (docs/microvm.md, Channel). Shared by both sides of the wall; this file
+ * allocates nothing and calls no syscall.
+ * Wire format: the quickjs provider's 16-byte header (STYLE.md §5), big-endian, decoded field by
+ * field: u32 len, u16 type, u16 flags (zero), u64 seq; then exactly len payload bytes. The RUN,
+ * RESULT, HOST_CALL and HOST_REPLY payloads ARE the quickjs frame payloads (frame.h), so a
+ * snippet's request and answer are the same bytes at `process` and at `vm`.
+ *
+ * The host-side decoder of guest bytes is one pure function, mvc_decode_guest (bytes -> one
+ * validated frame), so it can move into a confined helper process later (issue 12). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../quickjs/frame.h"
+
+#define MVC_HDR_LEN 16u
+
+enum mvc_type {
+    /* host -> guest */
+    MVC_SEED = 1,       /* u64 Math.random seed + 32 bytes for the guest kernel's pool */
+    MVC_RUN = 2,        /* a quickjs RUN payload (qf_run) */
+    MVC_HOST_REPLY = 3, /* a quickjs HOST_REPLY payload */
+    MVC_PROBE = 4,      /* empty: run the negative probes (startup evidence only) */
+    MVC_PROJECT = 5,    /* a project plan, see below */
+    /* guest -> host */
+    MVC_READY = 16,        /* text: "<kernel release>\n<cpu model>\n" (booted, engine warm) */
+    MVC_RESULT = 17,       /* a quickjs RESULT payload */
+    MVC_PROBE_RESULT = 18, /* text: one "name=observed" line per probe */
+    MVC_HOST_CALL = 19,    /* a quickjs HOST_CALL payload */
+    MVC_DIED = 20,         /* i32 wait status of the run's process that ended without a RESULT */
+    MVC_SEEDED = 21,       /* empty: the seed is in (the guest is this run's own) */
+    MVC_PROJECT_RESULT = 22, /* a project's report, see below */
+};
+
+/* Project limits (providers.md §1.4, §3.5). */
+#define MVC_PATH_MAX 1024u
+#define MVC_FILES_MAX 200u
+#define MVC_STEPS_MAX 20u
+#define MVC_STEP_MAX (16u * 1024)
+#define MVC_ARTIFACTS_MAX 100u
+#define MVC_ARTIFACTS_TOTAL_MAX (8u * 1024 * 1024)
+#define MVC_STEP_OUT_MAX (1024u * 1024)         /* per stream per step */
+#define MVC_STEPS_OUT_BUDGET (6u * 1024 * 1024)  /* all steps' output together */
+#define MVC_ERROR_MAX 1200u
+#define MVC_STEP_FIXED 20u
+/* PROJECT: u32 timeout_ms; u32 n_files, n_files x (u32 len, path, u32 len, content); u32 n_steps,
+ * n_steps x (u32 len, command); u32 n_artifacts, n x (u32 len, path). */
+#define MVC_PROJECT_MAX (16u + MVC_FILES_MAX * (8 + MVC_PATH_MAX) + 4u * 1024 * 1024 + \
+                         MVC_STEPS_MAX * (4 + MVC_STEP_MAX) + MVC_ARTIFACTS_MAX * (4 + MVC_PATH_MAX))
+/* PROJECT_RESULT: u32 n_steps, n x (i32 exit, u8 flags (1 timed out, 2 stdout cut, 4 stderr cut),
+ * u8[3] zero, u32 ms, u32 out_len, u32 err_len, out, err); u32 artifacts_truncated (0/1);
+ * u32 n_artifacts, n x (u32 path_len, u32 len, path, content); u32 error_len, error (UTF-8 text:
+ * a request-attributable setup failure, e.g. "illegal file path: x"; empty otherwise). */
+#define MVC_PROJECT_RESULT_MAX (12u + MVC_STEPS_MAX * MVC_STEP_FIXED + MVC_STEPS_OUT_BUDGET + \
+                                MVC_ARTIFACTS_MAX * (8 + MVC_PATH_MAX) + MVC_ARTIFACTS_TOTAL_MAX + 4 + MVC_ERROR_MAX)
+#define MVC_SEED_LEN 40u
+#define MVC_READY_MAX 512u
+#define MVC_PROBE_RESULT_MAX 4096u
+
+struct mvc_hdr {
+    uint32_t len;
+    uint16_t type, flags;
+    uint64_t seq;
+};
+
+/* The cap of each type's payload (0 also for an unknown type). */
+uint32_t mvc_max_len(uint16_t type);
+void mvc_hdr_encode(uint8_t out[MVC_HDR_LEN], const struct mvc_hdr *h);
+/* Decodes a header and checks type (any direction), flags and len against the type's bounds. */
+int mvc_hdr_decode(const uint8_t in[MVC_HDR_LEN], struct mvc_hdr *h);
+
+/* One validated frame from the guest. Pointers point into the caller's buffer. */
+struct mvc_frame {
+    struct mvc_hdr hdr;
+    union {
+        struct qf_result result;       /* MVC_RESULT */
+        struct qf_host_call host_call; /* MVC_HOST_CALL */
+        int32_t died_status;           /* MVC_DIED */
+        struct {
+            const uint8_t *p; /* the whole validated payload; walk it with mvc_project_next_* */
+            uint32_t len, n_steps, n_artifacts;
+            bool artifacts_truncated;
+            const uint8_t *error; /* UTF-8 text without NUL */
+            uint32_t error_len;
+        } project; /* MVC_PROJECT_RESULT */
+        struct {
+            const uint8_t *p; /* printable ASCII and '\n' only */
+            uint32_t len;
+        } text; /* MVC_READY, MVC_PROBE_RESULT */
+    } u;
+};
+
+enum mvc_decode_status {
+    MVC_NEED_MORE = 0, /* buf holds a prefix of a frame that may still be valid */
+    MVC_FRAME = 1,     /* *out is one complete valid frame of *used bytes */
+    MVC_BAD = -1,      /* the guest broke the protocol: stop reading, kill the VM */
+};
+/* bytes -> validated frame. Accepts only guest->host types; a header that is invalid, or a
+ * payload that does not decode to exactly its length, is MVC_BAD as soon as its bytes are in.
+ * Never reads outside buf[0..len). */
+enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct mvc_frame *out, size_t *used);
+
+/* Printable ASCII (0x20..0x7e) and '\n'. */
+bool mvc_text_ok(const uint8_t *p, size_t len);
+
+/* Walking a validated PROJECT_RESULT (mvc_decode_guest checked every length first). */
+struct mvc_step {
+    int32_t exit_code;
+    bool timed_out, out_truncated, err_truncated;
+    uint32_t ms;
+    const uint8_t *out, *err;
+    uint32_t out_len, err_len;
+};
+struct mvc_artifact {
+    const uint8_t *path, *content;
+    uint32_t path_len, len;
+};
+struct mvc_project_walk {
+    struct qf_reader r;
+    uint32_t steps_left, artifacts_left;
+};
+void mvc_project_walk_init(struct mvc_project_walk *w, const struct mvc_frame *f);
+/* 1 with *s filled, 0 at the end of the steps. */
+int mvc_project_next_step(struct mvc_project_walk *w, struct mvc_step *s);
+/* Call after every step was walked. 1 with *a filled, 0 at the end. */
+int mvc_project_next_artifact(struct mvc_project_walk *w, struct mvc_artifact *a);

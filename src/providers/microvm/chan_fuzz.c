@@ -1,0 +1,65 @@
+/* chan_fuzz.c: libFuzzer target for mvc_decode_guest (chan.c), the decoder the daemon runs on the
+ * bytes a guest VM writes to its virtio-serial port (STYLE.md §10).
+ * Invariant checked: the decoder never reads outside its buffer; an accepted frame never claims
+ * more bytes than it was given nor more than its type's cap, and its inner lengths add up; a
+ * buffer it asks more bytes for is a strict prefix (so a stream is consumed frame by frame). */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/limits.h"
+#include "chan.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    size_t off = 0;
+    while (off < size) {
+        struct mvc_frame f;
+        size_t used = 0;
+        enum mvc_decode_status st = mvc_decode_guest(data + off, size - off, &f, &used);
+        if (st != MVC_FRAME)
+            break;
+        if (used < MVC_HDR_LEN || used > size - off || used - MVC_HDR_LEN != f.hdr.len ||
+            f.hdr.len > mvc_max_len(f.hdr.type) || f.hdr.type < MVC_READY || f.hdr.flags != 0)
+            abort();
+        if (f.hdr.type == MVC_RESULT &&
+            ((size_t)QF_RESULT_FIXED + f.u.result.out_len + f.u.result.err_len != f.hdr.len ||
+             f.u.result.out_len > LIM_OUTPUT_MAX || f.u.result.err_len > LIM_OUTPUT_MAX))
+            abort();
+        if (f.hdr.type == MVC_HOST_CALL &&
+            ((size_t)QF_HOST_CALL_FIXED + f.u.host_call.method_len + f.u.host_call.path_len + f.u.host_call.body_len !=
+                 f.hdr.len ||
+             !qf_text_ok(f.u.host_call.path, f.u.host_call.path_len)))
+            abort();
+        if ((f.hdr.type == MVC_READY || f.hdr.type == MVC_PROBE_RESULT) &&
+            (f.u.text.len != f.hdr.len || !mvc_text_ok(f.u.text.p, f.u.text.len)))
+            abort();
+        if (f.hdr.type == MVC_PROJECT_RESULT) {
+            struct mvc_project_walk w;
+            struct mvc_step st;
+            struct mvc_artifact a;
+            uint32_t ns = 0, na = 0;
+            uint64_t art = 0;
+            mvc_project_walk_init(&w, &f);
+            while (mvc_project_next_step(&w, &st) == 1) {
+                if (st.out_len > MVC_STEP_OUT_MAX || st.err_len > MVC_STEP_OUT_MAX)
+                    abort();
+                ns++;
+            }
+            while (mvc_project_next_artifact(&w, &a) == 1) {
+                if (a.path_len == 0 || a.path_len > MVC_PATH_MAX)
+                    abort();
+                art += a.len;
+                na++;
+            }
+            if (ns != f.u.project.n_steps || na != f.u.project.n_artifacts || art > MVC_ARTIFACTS_TOTAL_MAX ||
+                f.u.project.error_len > MVC_ERROR_MAX)
+                abort();
+        }
+        off += used;
+    }
+    return 0;
+}

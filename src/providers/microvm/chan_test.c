@@ -1,0 +1,125 @@
+/* chan_test.c: the host-side decoder of guest frames (chan.c), on valid frames, every prefix of
+ * them, and the malformed shapes a hostile guest can write. */
+#include <stdint.h>
+#include <string.h>
+
+#include "../../../tests/unit.h"
+#include "chan.h"
+
+static size_t frame(uint8_t *buf, uint16_t type, uint16_t flags, uint64_t seq, const void *p, uint32_t len)
+{
+    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = len, .type = type, .flags = flags, .seq = seq});
+    if (len)
+        memcpy(buf + MVC_HDR_LEN, p, len);
+    return MVC_HDR_LEN + len;
+}
+
+static size_t result_frame(uint8_t *buf, const char *out, const char *err)
+{
+    uint8_t pl[256];
+    uint32_t ol = (uint32_t)strlen(out), el = (uint32_t)strlen(err);
+    qf_result_encode_fixed(pl, 3, QF_RES_OUT_TRUNC, ol, el);
+    memcpy(pl + QF_RESULT_FIXED, out, ol);
+    memcpy(pl + QF_RESULT_FIXED + ol, err, el);
+    return frame(buf, MVC_RESULT, 0, 7, pl, QF_RESULT_FIXED + ol + el);
+}
+
+int main(void)
+{
+    uint8_t buf[1024];
+    struct mvc_frame f;
+    size_t used = 0;
+
+    /* A RESULT decodes, and each strict prefix asks for more. */
+    size_t n = result_frame(buf, "hello\n", "err");
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME);
+    CHECK(used == n && f.hdr.type == MVC_RESULT && f.hdr.seq == 7);
+    CHECK(f.u.result.exit_code == 3 && f.u.result.out_len == 6 && memcmp(f.u.result.out, "hello\n", 6) == 0);
+    CHECK(f.u.result.err_len == 3 && (f.u.result.flags & QF_RES_OUT_TRUNC));
+    bool prefixes_wait = true;
+    for (size_t k = 0; k < n; k++)
+        prefixes_wait &= mvc_decode_guest(buf, k, &f, &used) == MVC_NEED_MORE;
+    CHECK(prefixes_wait);
+    /* Two frames back to back: the first is returned with its own length. */
+    size_t n2 = n + frame(buf + n, MVC_SEEDED, 0, 8, NULL, 0);
+    CHECK(mvc_decode_guest(buf, n2, &f, &used) == MVC_FRAME && used == n);
+    CHECK(mvc_decode_guest(buf + n, n2 - n, &f, &used) == MVC_FRAME && f.hdr.type == MVC_SEEDED);
+
+    /* READY text: printable only. */
+    n = frame(buf, MVC_READY, 0, 0, "6.1.0\ncpu\n", 10);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.text.len == 10);
+    n = frame(buf, MVC_READY, 0, 0, "6.1\0x", 5);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+
+    /* Hostile headers: a host->guest type, an unknown type, reserved flags, a length over the
+     * type's cap (refused from the header alone, before any payload is waited for). */
+    n = frame(buf, MVC_RUN, 0, 1, "x", 1);
+    CHECK(mvc_decode_guest(buf, MVC_HDR_LEN, &f, &used) == MVC_BAD);
+    n = frame(buf, 99, 0, 1, NULL, 0);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    n = frame(buf, MVC_SEEDED, 1, 1, NULL, 0);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = 0xffffffffu, .type = MVC_RESULT, .seq = 1});
+    CHECK(mvc_decode_guest(buf, MVC_HDR_LEN, &f, &used) == MVC_BAD);
+    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = MVC_READY_MAX + 1, .type = MVC_READY, .seq = 1});
+    CHECK(mvc_decode_guest(buf, MVC_HDR_LEN, &f, &used) == MVC_BAD);
+    /* A RESULT whose inner lengths disagree with the frame's. */
+    uint8_t pl[64];
+    qf_result_encode_fixed(pl, 0, 0, 40, 0);
+    n = frame(buf, MVC_RESULT, 0, 1, pl, QF_RESULT_FIXED + 4);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    /* Reserved result flags. */
+    qf_result_encode_fixed(pl, 0, 0x80, 0, 0);
+    n = frame(buf, MVC_RESULT, 0, 1, pl, QF_RESULT_FIXED);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    /* DIED carries exactly 4 bytes. */
+    n = frame(buf, MVC_DIED, 0, 1, "\0\0\0\11", 4);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.died_status == 9);
+    n = frame(buf, MVC_DIED, 0, 1, "\0\0\0\11\0", 5);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    /* A HOST_CALL with a NUL in its path. */
+    qf_host_call_encode_fixed(pl, 1, 3, 3, 0);
+    memcpy(pl + QF_HOST_CALL_FIXED, "GET/\0x", 6);
+    n = frame(buf, MVC_HOST_CALL, 0, 1, pl, QF_HOST_CALL_FIXED + 6);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    memcpy(pl + QF_HOST_CALL_FIXED, "GET/ab", 6);
+    n = frame(buf, MVC_HOST_CALL, 0, 1, pl, QF_HOST_CALL_FIXED + 6);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.host_call.call_no == 1);
+
+    /* PROJECT_RESULT: one step, one artifact, no error; then lengths that disagree. */
+    uint8_t pr[256];
+    size_t k = 0;
+#define U32(v) (qf_put_u32(pr + k, (v)), k += 4)
+    U32(1);
+    U32(0); /* exit 0 */
+    pr[k++] = 2; pr[k++] = 0; pr[k++] = 0; pr[k++] = 0; /* stdout cut */
+    U32(12); U32(3); U32(0);
+    memcpy(pr + k, "hi\n", 3), k += 3;
+    U32(0); U32(1);
+    U32(5); U32(2);
+    memcpy(pr + k, "a.txtok", 7), k += 7;
+    U32(0);
+#undef U32
+    n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.project.n_steps == 1 && f.u.project.n_artifacts == 1);
+    struct mvc_project_walk w;
+    struct mvc_step st;
+    struct mvc_artifact art;
+    mvc_project_walk_init(&w, &f);
+    CHECK(mvc_project_next_step(&w, &st) == 1 && st.out_len == 3 && st.out_truncated && st.ms == 12);
+    CHECK(mvc_project_next_step(&w, &st) == 0);
+    CHECK(mvc_project_next_artifact(&w, &art) == 1 && art.path_len == 5 && art.len == 2 &&
+          memcmp(art.content, "ok", 2) == 0);
+    CHECK(mvc_project_next_artifact(&w, &art) == 0);
+    pr[4 + 4] = 8; /* a reserved step flag */
+    n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    pr[4 + 4] = 2;
+    n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k - 1); /* one byte short */
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    qf_put_u32(pr, MVC_STEPS_MAX + 1); /* too many steps */
+    n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+
+    return unit_done();
+}

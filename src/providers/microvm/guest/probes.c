@@ -1,0 +1,172 @@
+/* probes.c: negative probes run inside the guest for the startup evidence card (issue 10, 7).
+ * Each line of the answer is "name=observed"; the host (smoke.c) decides what passes, so a guest
+ * that lies can only fail its own proof, never widen what the host claims.
+ * Probes that could hurt PID 1 (fork bomb, memory bomb) run in a child as the run uid. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../chan.h"
+#include "guest.h"
+
+#define PROBE_UID 65534
+#define FORK_BOMB_NPROC 64
+
+static size_t append(char *buf, size_t off, size_t cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static size_t append(char *buf, size_t off, size_t cap, const char *fmt, ...)
+{
+    if (off >= cap)
+        return off;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + off, cap - off, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return off;
+    return off + (size_t)k >= cap ? cap - 1 : off + (size_t)k;
+}
+
+/* Entries of a sysfs directory, comma-separated ("" when empty). */
+static void dir_list(const char *dir, char *out, size_t cap)
+{
+    out[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(out, cap, "(%s)", strerror(errno));
+        return;
+    }
+    size_t off = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        off = append(out, off, cap, "%s%.40s", off ? "," : "", e->d_name);
+    }
+    closedir(d);
+}
+
+/* Filesystem types mounted in the guest, comma-separated, in /proc/mounts order. */
+static void fs_types(char *out, size_t cap)
+{
+    out[0] = 0;
+    FILE *f = fopen("/proc/mounts", "re");
+    if (!f) {
+        snprintf(out, cap, "(%s)", strerror(errno));
+        return;
+    }
+    char line[512];
+    size_t off = 0;
+    while (fgets(line, sizeof line, f)) {
+        char dev[128], dir[256], type[64];
+        if (sscanf(line, "%127s %255s %63s", dev, dir, type) == 3)
+            off = append(out, off, cap, "%s%s", off ? "," : "", type);
+    }
+    fclose(f);
+}
+
+static int become_probe_uid(void)
+{
+    return setgroups(0, NULL) < 0 || setresgid(PROBE_UID, PROBE_UID, PROBE_UID) < 0 ||
+                   setresuid(PROBE_UID, PROBE_UID, PROBE_UID) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0
+               ? -1
+               : 0;
+}
+
+/* A fork bomb as the run uid under RLIMIT_NPROC: reports how many forks succeeded before the
+ * kernel refused, then kills them all. Exit status = forks (capped at 250), 255 on error. */
+static void fork_bomb(char *out, size_t cap)
+{
+    pid_t c = fork();
+    if (c == 0) {
+        struct rlimit nproc = {FORK_BOMB_NPROC, FORK_BOMB_NPROC};
+        if (become_probe_uid() < 0 || setrlimit(RLIMIT_NPROC, &nproc) < 0)
+            _exit(255);
+        int n = 0;
+        for (; n < 10000; n++) {
+            pid_t g = fork();
+            if (g == 0) {
+                for (;;)
+                    pause();
+            }
+            if (g < 0)
+                break;
+        }
+        kill(-1, SIGKILL); /* every process of the probe uid but this one */
+        _exit(n > 250 ? 250 : n);
+    }
+    int st = 0;
+    if (c < 0 || waitpid(c, &st, 0) < 0) {
+        snprintf(out, cap, "fork failed");
+        return;
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0) /* the bomb's orphans were reparented to us */
+        ;
+    if (WIFEXITED(st) && WEXITSTATUS(st) != 255)
+        snprintf(out, cap, "bounded after %d forks", WEXITSTATUS(st));
+    else
+        snprintf(out, cap, "probe failed (status %d)", st);
+}
+
+/* A memory bomb as the run uid: touches 1 MiB blocks until malloc fails or the guest kernel's
+ * OOM killer ends it; PID 1 (and so the VM) answers afterwards. */
+static void memory_bomb(char *out, size_t cap)
+{
+    pid_t c = fork();
+    if (c == 0) {
+        if (become_probe_uid() < 0)
+            _exit(255);
+        for (int mb = 0; mb < 1 << 20; mb++) {
+            char *p = malloc(1 << 20);
+            if (!p)
+                _exit(1);
+            memset(p, 0xa5, 1 << 20);
+        }
+        _exit(0);
+    }
+    int st = 0;
+    if (c < 0 || waitpid(c, &st, 0) < 0) {
+        snprintf(out, cap, "fork failed");
+        return;
+    }
+    if (WIFSIGNALED(st))
+        snprintf(out, cap, "killed by signal %d", WTERMSIG(st));
+    else if (WIFEXITED(st) && WEXITSTATUS(st) == 1)
+        snprintf(out, cap, "allocation refused");
+    else
+        snprintf(out, cap, "not bounded (status %d)", st);
+}
+
+void gs_probe(uint64_t seq)
+{
+    static char buf[MVC_PROBE_RESULT_MAX];
+    char v[1024];
+    size_t off = 0;
+    dir_list("/sys/class/net", v, sizeof v);
+    off = append(buf, off, sizeof buf, "net=%s\n", v);
+    dir_list("/sys/block", v, sizeof v);
+    off = append(buf, off, sizeof buf, "block=%s\n", v);
+    fs_types(v, sizeof v);
+    off = append(buf, off, sizeof buf, "fs=%s\n", v);
+    int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+    off = append(buf, off, sizeof buf, "host_file=%s\n", fd >= 0 ? "readable" : strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    fork_bomb(v, sizeof v);
+    off = append(buf, off, sizeof buf, "fork_bomb=%s\n", v);
+    memory_bomb(v, sizeof v);
+    off = append(buf, off, sizeof buf, "memory_bomb=%s\n", v);
+    for (size_t i = 0; i < off; i++)
+        if (buf[i] != '\n' && (buf[i] < 0x20 || buf[i] > 0x7e))
+            buf[i] = '?';
+    gs_send(MVC_PROBE_RESULT, seq, buf, (uint32_t)off);
+}

@@ -1,0 +1,326 @@
+/* microvm.c: the `microvm` provider's ops table (vm tier).
+ * Owns: the resolved configuration, the environment identity (a SHA-256 over the kernel and the
+ *   initramfs), the jail description, the template state, the pool and the evidence card.
+ * Trusts: the daemon's validation of requests (re-checked where cheap) and its grant (a callback
+ *   and a client text, never a credential); nothing from a guest (vm.c/chan.c decode that).
+ * Invariant: tier() is `vm` only after smoke_test() proved every check on the card, else
+ *   `unknown`; every run re-checks the floor against that tier before it takes a VM, so a
+ *   refusal provably launched nothing; every VM a run takes is killed before the run returns. */
+#include "microvm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <openssl/evp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../core/limits.h"
+#include "mv_int.h"
+
+#ifndef MV_KERNEL_BUILD_PATH
+#define MV_KERNEL_BUILD_PATH ""
+#endif
+#ifndef MV_INITRD_BUILD_PATH
+#define MV_INITRD_BUILD_PATH ""
+#endif
+
+static struct mv_state *st_of(struct plm_provider *p)
+{
+    return p->state;
+}
+
+static enum plm_tier mv_tier(struct plm_provider *p)
+{
+    return __atomic_load_n(&st_of(p)->proven, __ATOMIC_ACQUIRE) ? PLM_TIER_VM : PLM_TIER_UNKNOWN;
+}
+
+static void mv_describe(struct plm_provider *p, struct plm_describe *d)
+{
+    struct mv_state *s = st_of(p);
+    bool proven = __atomic_load_n(&s->proven, __ATOMIC_ACQUIRE);
+    memset(d, 0, sizeof *d);
+    d->sandbox = "microvm";
+    d->tier = mv_tier(p);
+    snprintf(d->javascript.identity, sizeof d->javascript.identity, "%s", s->identity);
+    d->javascript.default_timeout_ms = MV_DEFAULT_TIMEOUT_MS;
+    d->javascript.max_timeout_ms = MV_MAX_TIMEOUT_MS;
+    d->javascript.languages[0] = "javascript";
+    d->supports_javascript_grants = true;
+    /* Projects: files, `sh -c` steps (busybox), artifacts; no grants for projects yet. */
+    d->supports_project = true;
+    snprintf(d->project.identity, sizeof d->project.identity, "%s", s->identity);
+    d->project.default_timeout_ms = MV_PROJECT_DEFAULT_MS;
+    d->project.max_timeout_ms = MV_PROJECT_MAX_MS;
+    d->project.languages[0] = "shell";
+    d->memory_mb = s->cfg.memory_mb;
+    d->disk_mb = s->cfg.disk_mb;
+    d->cpus = s->cfg.cpus;
+    d->policy = proven ? s->ev.policy : "";
+    d->evidence = proven ? &s->ev : NULL;
+}
+
+static int mv_preflight(struct plm_provider *p, struct plm_err *err)
+{
+    struct mv_state *s = st_of(p);
+    if (access(s->cfg.qemu, X_OK) < 0)
+        return plm_err_set(err, errno, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+                           "microvm: `%s` is gone (Debian package qemu-system-x86)", s->cfg.qemu);
+    return 0;
+}
+
+static int mv_smoke(struct plm_provider *p, struct plm_err *err)
+{
+    struct mv_state *s = st_of(p);
+    __atomic_store_n(&s->proven, 0, __ATOMIC_RELEASE);
+    mv_pool_free(s->pool);
+    s->pool = NULL;
+    if (mv_prove(s, err) < 0)
+        return -1;
+    s->pool = mv_pool_new(s, s->cfg.pool_size, err);
+    if (!s->pool)
+        return -1;
+    __atomic_store_n(&s->proven, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int mv_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                     struct plm_result *out, struct plm_err *err)
+{
+    struct mv_state *s = st_of(p);
+    enum plm_tier tier = mv_tier(p);
+    if (tier_check_floor(tier, ctx->floor, err) < 0)
+        return -1;
+    if (req->kind != PLM_KIND_JAVASCRIPT || !req->js.code)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "microvm runs javascript snippets only");
+    const struct plm_host_api *api = ctx->host_api;
+    if (req->js.grant_profile && req->js.grant_profile[0] && !api)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "grant_profile named but no host api capability was handed over; nothing ran");
+    if (api && (!api->client_js || !api->call))
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "incomplete host api capability; nothing ran");
+    size_t len = strnlen(req->js.code, LIM_CODE_MAX + 1);
+    if (len == 0 || len > LIM_CODE_MAX)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
+    if (!s->pool)
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: not proven; nothing ran");
+    uint32_t timeout = ctx->timeout_ms ? ctx->timeout_ms : MV_DEFAULT_TIMEOUT_MS;
+    if (timeout > MV_MAX_TIMEOUT_MS)
+        timeout = MV_MAX_TIMEOUT_MS;
+
+    memset(out, 0, sizeof *out);
+    struct mv_vm vm;
+    if (mv_pool_take(s->pool, &vm, err) < 0) {
+        /* No VM came up: no request byte was sent, so nothing of the caller's ran. */
+        return plm_err_wrap(err, "start a VM (nothing ran)");
+    }
+    int64_t ms = 0;
+    int r = mv_run_snippet(s, &vm, req->js.code, len, api, timeout, &out->js, &ms, err);
+    mv_vm_kill(&vm);
+    if (r < 0)
+        return -1;
+    out->kind = PLM_KIND_JAVASCRIPT;
+    out->duration_ms = ms;
+    out->sandbox = strdup("microvm");
+    out->isolation = strdup(tier_name(tier));
+    out->environment = strdup(s->identity);
+    if (!out->sandbox || !out->isolation || !out->environment) {
+        plm_result_done(out);
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
+    }
+    return 0;
+}
+
+static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                             struct plm_result *out, struct plm_err *err)
+{
+    struct mv_state *s = st_of(p);
+    enum plm_tier tier = mv_tier(p);
+    if (tier_check_floor(tier, ctx->floor, err) < 0)
+        return -1;
+    if (req->kind != PLM_KIND_PROJECT)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "not a project");
+    /* Project grants would need an HTTP transport in the guest: refused before anything ran. */
+    if ((req->project.grant_profile && req->project.grant_profile[0]) || ctx->host_api)
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                           "microvm does not support grants for projects");
+    if (!s->pool)
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: not proven; nothing ran");
+    uint32_t timeout = ctx->timeout_ms ? ctx->timeout_ms : MV_PROJECT_DEFAULT_MS;
+    if (timeout > MV_PROJECT_MAX_MS)
+        timeout = MV_PROJECT_MAX_MS;
+    memset(out, 0, sizeof *out);
+    struct mv_vm vm;
+    if (mv_pool_take(s->pool, &vm, err) < 0)
+        return plm_err_wrap(err, "start a VM (nothing ran)");
+    int64_t ms = 0;
+    int r = mv_run_project(s, &vm, req, timeout, &out->project, &ms, err);
+    mv_vm_kill(&vm);
+    out->kind = PLM_KIND_PROJECT;
+    if (r < 0) {
+        plm_result_done(out);
+        return -1;
+    }
+    out->duration_ms = ms;
+    out->sandbox = strdup("microvm");
+    out->isolation = strdup(tier_name(tier));
+    out->environment = strdup(s->identity);
+    if (!out->sandbox || !out->isolation || !out->environment) {
+        plm_result_done(out);
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
+    }
+    return 0;
+}
+
+static void state_free(struct mv_state *s)
+{
+    if (!s)
+        return;
+    mv_pool_free(s->pool);
+    if (s->template_fd >= 0)
+        close(s->template_fd);
+    free(s);
+}
+
+static void mv_destroy(struct plm_provider *p)
+{
+    state_free(st_of(p));
+    p->state = NULL;
+}
+
+static const struct plm_provider_ops mv_ops = {
+    .name = "microvm",
+    .tier = mv_tier,
+    .describe = mv_describe,
+    .preflight = mv_preflight,
+    .smoke_test = mv_smoke,
+    .run_javascript = mv_run_js,
+    .run_project = mv_run_project_op,
+    .destroy = mv_destroy,
+};
+
+static int hash_files(const char *a, const char *b, char hex[65], struct plm_err *err)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(md);
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "sha256 unavailable");
+    }
+    const char *files[2] = {a, b};
+    uint8_t buf[65536];
+    for (int i = 0; i < 2; i++) {
+        int fd = open(files[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            EVP_MD_CTX_free(md);
+            return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                               "microvm: `%s`: %s (run scripts/microvm-setup.sh and build)", files[i], strerror(e));
+        }
+        ssize_t k;
+        while ((k = read(fd, buf, sizeof buf)) > 0)
+            EVP_DigestUpdate(md, buf, (size_t)k);
+        close(fd);
+    }
+    uint8_t d[32];
+    unsigned dl = 0;
+    EVP_DigestFinal_ex(md, d, &dl);
+    EVP_MD_CTX_free(md);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return 0;
+}
+
+/* The host's TSC rate in kHz (under TCG the guest reads the host's TSC); 0 when unknown. */
+static uint32_t host_tsc_khz(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    double mhz = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "cpu MHz : %lf", &mhz) == 1)
+            break;
+    fclose(f);
+    return mhz > 100 && mhz < 100000 ? (uint32_t)(mhz * 1000) : 0;
+}
+
+static void qemu_version(const char *qemu, char *out, size_t len)
+{
+    snprintf(out, len, "unknown");
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' -version 2>/dev/null", qemu);
+    if (strchr(qemu, '\''))
+        return;
+    FILE *f = popen(cmd, "re");
+    if (!f)
+        return;
+    char line[160];
+    if (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        snprintf(out, len, "%.90s", line);
+    }
+    pclose(f);
+}
+
+static uint32_t clamp_u32(uint32_t v, uint32_t def, uint32_t lo, uint32_t hi)
+{
+    if (v == 0)
+        v = def;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+struct plm_provider *mv_provider_new(const struct mv_config *cfg, struct plm_err *err)
+{
+    struct mv_config zero = {0};
+    if (!cfg)
+        cfg = &zero;
+    if (geteuid() != 0) {
+        plm_err_set(err, EPERM, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                    "microvm: the QEMU jail needs root (id-mapped user namespaces, mounts); run plimsolld as root");
+        return NULL;
+    }
+    struct mv_state *s = calloc(1, sizeof *s);
+    struct plm_provider *p = calloc(1, sizeof *p);
+    if (!s || !p) {
+        free(s);
+        free(p);
+        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
+        return NULL;
+    }
+    s->template_fd = -1;
+    s->cfg = *cfg;
+    s->cfg.memory_mb = clamp_u32(cfg->memory_mb, MV_DEFAULT_MEMORY_MB, MV_MIN_MEMORY_MB, MV_MAX_MEMORY_MB);
+    s->cfg.cpus = clamp_u32(cfg->cpus, 1, 1, 8);
+    s->cfg.disk_mb = clamp_u32(cfg->disk_mb, MV_DEFAULT_DISK_MB, 1, 4096);
+    s->cfg.pool_size = clamp_u32(cfg->pool_size, MV_DEFAULT_POOL, 1, MV_MAX_POOL);
+    s->cfg.uid = clamp_u32(cfg->uid, MV_DEFAULT_UID, 1000, 65532);
+    s->cfg.qemu = cfg->qemu && *cfg->qemu ? cfg->qemu : "/usr/bin/qemu-system-x86_64";
+    snprintf(s->kernel_path, sizeof s->kernel_path, "%s", cfg->kernel && *cfg->kernel ? cfg->kernel : MV_KERNEL_BUILD_PATH);
+    snprintf(s->initrd_path, sizeof s->initrd_path, "%s", cfg->initrd && *cfg->initrd ? cfg->initrd : MV_INITRD_BUILD_PATH);
+    s->cfg.kernel = s->kernel_path;
+    s->cfg.initrd = s->initrd_path;
+    /* The jail's uid and gid must belong to nobody on this host. */
+    if (getpwuid(s->cfg.uid) || getgrgid(s->cfg.uid)) {
+        plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: uid/gid %u exists on this host; QEMU needs an unused one",
+                    s->cfg.uid);
+        goto fail;
+    }
+    char hex[65];
+    if (mv_jail_init(&s->jail, s->cfg.qemu, s->kernel_path, s->initrd_path, false, s->cfg.uid, s->cfg.uid, err) < 0 ||
+        hash_files(s->kernel_path, s->initrd_path, hex, err) < 0)
+        goto fail;
+    snprintf(s->identity, sizeof s->identity, "microvm:sha256:%s", hex);
+    s->tsc_khz = host_tsc_khz();
+    qemu_version(s->cfg.qemu, s->qemu_version, sizeof s->qemu_version);
+    p->ops = &mv_ops;
+    p->state = s;
+    return p;
+fail:
+    state_free(s);
+    free(p);
+    return NULL;
+}

@@ -1,0 +1,95 @@
+/* mv_int.h: the microvm provider's internals, shared by its host-side files only. */
+#pragma once
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../../core/evidence.h"
+#include "../../core/provider.h"
+#include "chan.h"
+#include "jail.h"
+#include "microvm.h"
+
+#define MV_BOOT_TIMEOUT_MS 90000u    /* cold boot to READY under a loaded TCG host */
+#define MV_KVM_PROBE_TIMEOUT_MS 8000u /* a KVM guest that has not said READY by then never will */
+#define MV_SEED_TIMEOUT_MS 20000u    /* restore (or boot) to SEEDED */
+#define MV_GRACE_MS 3000u            /* after a run's deadline before the VM is killed */
+#define MV_SAVE_TIMEOUT_MS 60000u
+
+enum mv_boot {
+    MV_BOOT_COLD,     /* boot the kernel; wait for READY */
+    MV_BOOT_TEMPLATE, /* as cold, with a QMP monitor to save it */
+    MV_BOOT_RESTORE,  /* -incoming from the template's state */
+};
+
+/* Reads guest frames from one VM with a bounded buffer (the largest guest frame). */
+struct mv_reader {
+    uint8_t *buf;
+    size_t len, cap;
+    size_t consumed; /* bytes of the frame last returned, dropped at the next read */
+};
+
+/* One VM: a jailed QEMU and our ends of its sockets. Single use. */
+struct mv_vm {
+    pid_t pid;  /* QEMU (owned: mv_vm_kill kills and reaps it) */
+    int chan;   /* virtio-serial socket (ours) */
+    int qmp;    /* QMP socket (ours), template only; else -1 */
+    int errp;   /* read end of QEMU's stdout/stderr pipe */
+    struct mv_reader rd;
+    uint64_t seq;
+    int64_t spawned_ns;
+    int64_t boot_ms; /* spawn to READY (cold) or to SEEDED (restore) */
+    char ready[MVC_READY_MAX + 1];
+};
+
+struct mv_state {
+    struct mv_config cfg; /* resolved: no zeros */
+    char kernel_path[4096], initrd_path[4096];
+    char identity[160]; /* microvm:sha256:<hex over kernel + initramfs> */
+    char qemu_version[96];
+    uint32_t tsc_khz;
+    bool kvm;           /* the accelerator in use */
+    char accel_note[160];
+    struct mv_jail jail;
+    int template_fd;    /* sealed memfd with the saved template state; -1: cold boots only */
+    int64_t save_ms, boot_ms, restore_ms;
+    char guest_ready[MVC_READY_MAX + 1]; /* the READY text of the template (or first cold) boot */
+    struct mv_pool *pool;
+    struct plm_evidence ev;
+    int proven; /* atomic */
+};
+
+/* vm.c */
+int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_timeout_ms, struct mv_vm *vm,
+                struct plm_err *err);
+/* Sends SEED (fresh getrandom bytes) and waits for SEEDED. */
+int mv_vm_seed(struct mv_vm *vm, uint32_t timeout_ms, struct plm_err *err);
+void mv_vm_kill(struct mv_vm *vm);
+/* seq 0: a new request (the next seq); else the seq of the request this frame answers. */
+int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, size_t alen, const void *b, size_t blen,
+               const void *c, size_t clen, struct plm_err *err);
+/* Next valid guest frame before deadline_ns (CLOCK_MONOTONIC); -1 with err on a protocol
+ * violation, EOF (QEMU gone) or the deadline (err->errnum == ETIMEDOUT). The frame's pointers
+ * stay valid until the next call. */
+int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struct plm_err *err);
+int64_t mv_now_ns(void);
+
+/* snapshot.c */
+int mv_snapshot_save(struct mv_state *s, struct plm_err *err);
+
+/* pool.c */
+struct mv_pool *mv_pool_new(struct mv_state *s, uint32_t size, struct plm_err *err);
+/* A seeded VM for one run: from the pool, else started now. */
+int mv_pool_take(struct mv_pool *p, struct mv_vm *vm, struct plm_err *err);
+void mv_pool_free(struct mv_pool *p);
+
+/* run.c */
+int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_t len, const struct plm_host_api *api,
+                   uint32_t timeout_ms, struct plm_js_result *out, int64_t *ms, struct plm_err *err);
+
+int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_request *req, uint32_t timeout_ms,
+                   struct plm_project_result *pr, int64_t *ms, struct plm_err *err);
+
+/* smoke.c */
+int mv_prove(struct mv_state *s, struct plm_err *err);

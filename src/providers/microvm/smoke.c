@@ -1,0 +1,344 @@
+/* smoke.c: the startup proof of the microvm provider (issue 10, 7). Chooses the accelerator,
+ * saves the template, then proves on real VMs: a snippet's known output, negative probes from
+ * inside the guest, a memory bomb ending as a result, and host-side checks of the QEMU process.
+ * Fills the evidence card; a failed check fails startup.
+ * Invariant: the card states what ran (accelerator, QEMU version, the guest's own kernel release
+ *   and CPU) as observed, never as configured; every VM started here is killed before return. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../core/limits.h"
+#include "mv_int.h"
+
+#define CHECK(name, expected, ok, ...)                                                                       \
+    do {                                                                                                     \
+        if (ev_add_check(&s->ev, name, expected, ok, __VA_ARGS__) < 0)                                       \
+            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full"); \
+    } while (0)
+
+/* One line's value from /proc/<pid>/status ("" when absent). */
+static void status_field(pid_t pid, const char *key, char *out, size_t len)
+{
+    char path[64], line[256];
+    out[0] = 0;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    size_t k = strlen(key);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, k) == 0 && line[k] == ':') {
+            char *v = line + k + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            v[strcspn(v, "\n")] = 0;
+            snprintf(out, len, "%s", v);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* Every descriptor QEMU holds is a pipe, socket, anonymous inode or /dev/kvm: no host file. */
+static bool fds_expected(pid_t pid, char *seen, size_t len)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(seen, len, "cannot list: %s", strerror(errno));
+        return false;
+    }
+    bool ok = true;
+    int n = 0;
+    struct dirent *e;
+    seen[0] = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[320], t[256];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        ssize_t k = readlink(p, t, sizeof t - 1);
+        if (k < 0)
+            continue;
+        t[k] = 0;
+        n++;
+        if (strncmp(t, "pipe:", 5) && strncmp(t, "socket:", 7) && strncmp(t, "anon_inode:", 11) &&
+            strcmp(t, "/dev/kvm") && strncmp(t, "/memfd:plimsoll-microvm-template", 32)) {
+            ok = false;
+            snprintf(seen, len, "fd %.16s -> %.100s", e->d_name, t);
+        }
+    }
+    closedir(d);
+    if (ok)
+        snprintf(seen, len, "%d descriptors, all pipes, sockets or anonymous inodes", n);
+    return ok;
+}
+
+static bool other_ns(pid_t pid, const char *ns)
+{
+    char a[64], b[64], ta[64] = "", tb[64] = "";
+    snprintf(a, sizeof a, "/proc/%d/ns/%s", (int)pid, ns);
+    snprintf(b, sizeof b, "/proc/self/ns/%s", ns);
+    return readlink(a, ta, sizeof ta - 1) > 0 && readlink(b, tb, sizeof tb - 1) > 0 && strcmp(ta, tb) != 0;
+}
+
+static int host_checks(struct mv_state *s, pid_t pid, struct plm_err *err)
+{
+    char v[128], want[32];
+    snprintf(want, sizeof want, "%u", s->cfg.uid);
+    status_field(pid, "Uid", v, sizeof v);
+    CHECK("host.qemu_uid", "the unprivileged uid in all four fields", strncmp(v, want, strlen(want)) == 0 && strstr(v, " 0") == NULL && strstr(v, "\t0") == NULL, "Uid %s", v);
+    status_field(pid, "Seccomp", v, sizeof v);
+    CHECK("host.qemu_seccomp", "2 (filter mode)", strcmp(v, "2") == 0, "Seccomp %s", v);
+    status_field(pid, "NoNewPrivs", v, sizeof v);
+    CHECK("host.qemu_no_new_privs", "1", strcmp(v, "1") == 0, "NoNewPrivs %s", v);
+    status_field(pid, "CapEff", v, sizeof v);
+    CHECK("host.qemu_capabilities", "none effective", strcmp(v, "0000000000000000") == 0, "CapEff %s", v);
+    char seen[200];
+    bool ok = fds_expected(pid, seen, sizeof seen);
+    CHECK("host.qemu_descriptors", "no host file open", ok, "%s", seen);
+    bool ns = other_ns(pid, "user") && other_ns(pid, "mnt") && other_ns(pid, "pid") && other_ns(pid, "net") &&
+              other_ns(pid, "ipc");
+    CHECK("host.qemu_namespaces", "own user, mount, pid, net, ipc namespaces", ns, "%s", ns ? "all five separate" : "shared");
+    return 0;
+}
+
+/* A line "name=value" of the guest's probe answer. */
+static void probe_value(const char *text, const char *name, char *out, size_t len)
+{
+    out[0] = 0;
+    size_t k = strlen(name);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, name, k) == 0 && l[k] == '=') {
+            size_t n = strcspn(l + k + 1, "\n");
+            snprintf(out, len, "%.*s", (int)n, l + k + 1);
+            return;
+        }
+    }
+}
+
+static int one_vm(struct mv_state *s, struct mv_vm *vm, struct plm_err *err)
+{
+    enum mv_boot how = s->template_fd >= 0 ? MV_BOOT_RESTORE : MV_BOOT_COLD;
+    if (mv_vm_start(s, how, s->kvm, MV_BOOT_TIMEOUT_MS, vm, err) < 0 || mv_vm_seed(vm, MV_SEED_TIMEOUT_MS, err) < 0) {
+        mv_vm_kill(vm);
+        return -1;
+    }
+    if (how == MV_BOOT_COLD && !s->guest_ready[0])
+        memcpy(s->guest_ready, vm->ready, sizeof s->guest_ready);
+    return 0;
+}
+
+static int probes(struct mv_state *s, struct plm_err *err)
+{
+    struct mv_vm vm;
+    if (one_vm(s, &vm, err) < 0)
+        return plm_err_wrap(err, "probe VM");
+    s->restore_ms = vm.boot_ms;
+    if (host_checks(s, vm.pid, err) < 0 || mv_vm_send(&vm, MVC_PROBE, 0, NULL, 0, NULL, 0, NULL, 0, err) < 0) {
+        mv_vm_kill(&vm);
+        return -1;
+    }
+    struct mvc_frame f;
+    int r = mv_vm_read(&vm, mv_now_ns() + 60 * 1000000000LL, &f, err);
+    if (r == 0 && f.hdr.type != MVC_PROBE_RESULT)
+        r = plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: probe: unexpected frame %u", f.hdr.type);
+    if (r < 0) {
+        mv_vm_kill(&vm);
+        return plm_err_wrap(err, "probe");
+    }
+    char text[MVC_PROBE_RESULT_MAX + 1], v[256];
+    memcpy(text, f.u.text.p, f.u.text.len);
+    text[f.u.text.len] = 0;
+    mv_vm_kill(&vm);
+    probe_value(text, "net", v, sizeof v);
+    CHECK("guest.network_interfaces", "lo only", strcmp(v, "lo") == 0, "%s", v);
+    probe_value(text, "block", v, sizeof v);
+    CHECK("guest.block_devices", "none", v[0] == 0, "%s", v[0] ? v : "none");
+    probe_value(text, "fs", v, sizeof v);
+    CHECK("guest.filesystems", "rootfs,devtmpfs,proc,sysfs,tmpfs (no host share)",
+          strcmp(v, "rootfs,devtmpfs,proc,sysfs,tmpfs") == 0, "%s", v);
+    probe_value(text, "host_file", v, sizeof v);
+    CHECK("guest.host_file", "/etc/passwd absent", strcmp(v, "No such file or directory") == 0, "%s", v);
+    probe_value(text, "fork_bomb", v, sizeof v);
+    CHECK("guest.fork_bomb", "bounded", strncmp(v, "bounded after", 13) == 0, "%s", v);
+    probe_value(text, "memory_bomb", v, sizeof v);
+    CHECK("guest.memory_bomb", "killed or refused inside the guest; the VM answers",
+          strcmp(v, "killed by signal 9") == 0 || strcmp(v, "allocation refused") == 0, "%s", v);
+    return 0;
+}
+
+static int snippet(struct mv_state *s, const char *name, const char *code, const char *expected,
+                   bool (*ok)(const struct plm_js_result *), struct plm_err *err)
+{
+    struct mv_vm vm;
+    if (one_vm(s, &vm, err) < 0)
+        return plm_err_wrap(err, "%s", name);
+    struct plm_js_result res;
+    int64_t ms = 0;
+    int r = mv_run_snippet(s, &vm, code, strlen(code), NULL, 20000, &res, &ms, err);
+    mv_vm_kill(&vm);
+    if (r < 0)
+        return plm_err_wrap(err, "%s", name);
+    bool pass = ok(&res);
+    /* The output is bytes with a length, not a string. */
+    int shown = res.out.len > 40 ? 40 : (int)res.out.len;
+    CHECK(name, expected, pass, "exit %d, timed_out %d, stdout \"%.*s\"", res.exit_code, res.timed_out, shown,
+          shown ? (const char *)res.out.data : "");
+    plm_bytes_done(&res.out);
+    plm_bytes_done(&res.err);
+    return 0;
+}
+
+static bool says_two(const struct plm_js_result *r)
+{
+    return r->exit_code == 0 && !r->timed_out && r->out.len == 2 && memcmp(r->out.data, "2\n", 2) == 0;
+}
+
+static bool ended_as_result(const struct plm_js_result *r)
+{
+    return r->exit_code != 0 && !r->timed_out;
+}
+
+/* A project's proof: a file in, a `sh -c` step, an artifact out. */
+static int project(struct mv_state *s, struct plm_err *err)
+{
+    struct mv_vm vm;
+    if (one_vm(s, &vm, err) < 0)
+        return plm_err_wrap(err, "project VM");
+    const struct plm_file files[] = {{"in/a.txt", "plimsoll"}};
+    const char *steps[] = {"cat in/a.txt && echo \" $(id -u)\" && echo made > out.txt"};
+    const char *arts[] = {"out.txt"};
+    struct plm_request req = {.kind = PLM_KIND_PROJECT};
+    req.project.files = files;
+    req.project.n_files = 1;
+    req.project.steps = steps;
+    req.project.n_steps = 1;
+    req.project.artifacts = arts;
+    req.project.n_artifacts = 1;
+    struct plm_result res = {.kind = PLM_KIND_PROJECT};
+    int64_t ms = 0;
+    int r = mv_run_project(s, &vm, &req, 20000, &res.project, &ms, err);
+    mv_vm_kill(&vm);
+    if (r < 0) {
+        plm_result_done(&res);
+        return plm_err_wrap(err, "project");
+    }
+    const struct plm_project_result *pr = &res.project;
+    bool ok = pr->outcome == PLM_OUTCOME_COMPLETED && pr->n_steps == 1 && pr->steps[0].exit_code == 0 &&
+              pr->steps[0].out.len == 15 && memcmp(pr->steps[0].out.data, "plimsoll 65534\n", 15) == 0 &&
+              pr->n_artifacts == 1 && pr->artifacts[0].content.len == 5 &&
+              memcmp(pr->artifacts[0].content.data, "made\n", 5) == 0;
+    int shown = pr->n_steps && pr->steps[0].out.len < 40 ? (int)pr->steps[0].out.len : 0;
+    int c = ev_add_check(&s->ev, "guest.project", "step stdout \"plimsoll 65534\", artifact out.txt, completed", ok,
+                         "outcome %d, %zu steps, stdout \"%.*s\", %zu artifacts", (int)pr->outcome, pr->n_steps, shown,
+                         shown ? (const char *)pr->steps[0].out.data : "", pr->n_artifacts);
+    plm_result_done(&res);
+    if (c < 0)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
+    return 0;
+}
+
+/* Chooses KVM when a KVM guest boots under a timeout (auto) or must (kvm); else TCG. */
+static int choose_accel(struct mv_state *s, struct plm_err *err)
+{
+    s->kvm = false;
+    if (s->cfg.accel == MV_ACCEL_TCG) {
+        snprintf(s->accel_note, sizeof s->accel_note, "tcg (SANDBOX_MICROVM_ACCEL=tcg)");
+        return 0;
+    }
+    char why[160] = "";
+    struct stat kst;
+    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, sizeof why, "/dev/kvm: %s", strerror(errno));
+    } else if (fstat(fd, &kst) < 0 || (kst.st_mode & 060) != 060) {
+        close(fd);
+        /* QEMU runs as an unprivileged uid: it can open /dev/kvm only through its group. */
+        snprintf(why, sizeof why, "/dev/kvm is not group read-write (mode %04o): the jailed QEMU cannot open it",
+                 (unsigned)(kst.st_mode & 07777));
+    } else {
+        close(fd);
+        struct mv_jail tcg_jail = s->jail;
+        if (mv_jail_init(&s->jail, s->cfg.qemu, s->kernel_path, s->initrd_path, true, s->cfg.uid, kst.st_gid, err) < 0)
+            return -1;
+        struct mv_vm vm;
+        struct plm_err e2 = {0};
+        uint32_t t = s->cfg.accel == MV_ACCEL_KVM ? MV_BOOT_TIMEOUT_MS : MV_KVM_PROBE_TIMEOUT_MS;
+        if (mv_vm_start(s, MV_BOOT_COLD, true, t, &vm, &e2) == 0) {
+            mv_vm_kill(&vm);
+            s->kvm = true;
+            snprintf(s->accel_note, sizeof s->accel_note, "kvm (a probe guest booted in %lld ms)", (long long)vm.boot_ms);
+            return 0;
+        }
+        s->jail = tcg_jail;
+        snprintf(why, sizeof why, "a KVM guest did not boot within %u ms (%.80s)", t, e2.msg);
+    }
+    if (s->cfg.accel == MV_ACCEL_KVM)
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "SANDBOX_MICROVM_ACCEL=kvm: %s", why);
+    snprintf(s->accel_note, sizeof s->accel_note, "tcg (auto: %s)", why);
+    return 0;
+}
+
+int mv_prove(struct mv_state *s, struct plm_err *err)
+{
+    memset(&s->ev, 0, sizeof s->ev);
+    snprintf(s->ev.provider, sizeof s->ev.provider, "microvm");
+    s->ev.tier = PLM_TIER_VM;
+    if (choose_accel(s, err) < 0)
+        return -1;
+    struct plm_err serr = {0};
+    if (mv_snapshot_save(s, &serr) < 0) {
+        /* Speed, not a wall: without a template every VM cold-boots. */
+        if (s->template_fd >= 0)
+            close(s->template_fd);
+        s->template_fd = -1;
+    }
+    if (probes(s, err) < 0 ||
+        snippet(s, "guest.snippet", "console.log(1+1)", "stdout \"2\\n\", exit 0", says_two, err) < 0 ||
+        snippet(s, "guest.memory_bomb_snippet", "let a=[];for(;;)a.push('x'.repeat(1<<24)+a.length)",
+                "ends as a result with a non-zero exit", ended_as_result, err) < 0 ||
+        project(s, err) < 0)
+        return -1;
+
+    char release[128] = "", cpu[128] = "";
+    sscanf(s->guest_ready, "%127[^\n]\n%127[^\n]", release, cpu);
+    char host_release[128];
+    ev_kernel_release(host_release, sizeof host_release);
+    CHECK("guest.kernel", "reported by the guest kernel itself", release[0] != 0, "%s (host %s)", release, host_release);
+    snprintf(s->ev.runtime, sizeof s->ev.runtime, "qemu-microvm/%s", s->kvm ? "kvm" : "tcg");
+    snprintf(s->ev.runtime_version, sizeof s->ev.runtime_version, "%s", s->qemu_version);
+    snprintf(s->ev.kernel_release, sizeof s->ev.kernel_release, "%s", release);
+    ev_add_confinement(&s->ev, "accelerator: %s", s->accel_note);
+    ev_add_confinement(&s->ev, "guest cpu: %.100s", cpu);
+    ev_add_confinement(&s->ev, "vm: %u MiB RAM, %u vCPU, /tmp %u MiB, no network device, no disk", s->cfg.memory_mb,
+                       s->cfg.cpus, s->cfg.disk_mb);
+    ev_add_confinement(&s->ev, "jail: uid %u, user/mnt/pid/ipc/net/uts ns, read-only minimal root", s->cfg.uid);
+    ev_add_confinement(&s->ev, "qemu -sandbox on with obsolete/elevateprivileges/spawn/resourcecontrol=deny");
+    if (s->template_fd >= 0) {
+        ev_add_confinement(&s->ev, "pool: restored from one template, fresh seed per VM");
+        ev_add_confinement(&s->ev, "shared by restored VMs: guest kernel layout (KASLR), boot-time state");
+    } else {
+        ev_add_confinement(&s->ev, "pool: cold boots (template save failed: %.80s)", serr.msg);
+    }
+    if (!ev_all_passed(&s->ev)) {
+        for (size_t i = 0; i < s->ev.n_checks; i++)
+            if (!s->ev.checks[i].passed)
+                return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                                   "microvm startup proof failed: %s: expected %s, observed %s", s->ev.checks[i].name,
+                                   s->ev.checks[i].expected, s->ev.checks[i].observed);
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    s->ev.checked_unix_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    ev_seal(&s->ev);
+    return 0;
+}
