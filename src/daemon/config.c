@@ -3,6 +3,7 @@
  * set: serving plaintext or running without sessions while the operator asked for them would be a
  * silent downgrade. */
 #include "config.h"
+#include "hardened.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,7 +24,7 @@ static const struct var vars[] = {
     {"PLIMSOLL_CLIENTS_FILE", "-", "JSON clients file (token SHA-256, scopes); wins over PLIMSOLL_TOKEN"},
     {"PLIMSOLL_INSECURE", "-", "1 allows open dev mode (no token) with a real provider"},
     {"PLIMSOLL_LOG_FORMAT", "json", "log format; only json"},
-    {"PLIMSOLL_HARDENED", "-", "1 enforces the production policy (needs kernel or vm tier: refused by this build)"},
+    {"PLIMSOLL_HARDENED", "0", "1 enforces the production policy (wire.md §17; docs/operations.md): every unmet requirement stops startup"},
     {"PLIMSOLL_TLS_CERT", "-", "TLS is not built in: terminate TLS in front; setting it stops startup"},
     {"PLIMSOLL_TLS_KEY", "-", "see PLIMSOLL_TLS_CERT"},
     {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (docs/grants.md); a bad file stops startup"},
@@ -190,9 +191,12 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
     }
     if ((v = nonempty(get, "PLIMSOLL_LOG_FORMAT")) && strcmp(v, "json"))
         return CFG_ERR(err, "PLIMSOLL_LOG_FORMAT=\"%s\": only json is supported", v);
-    if ((v = nonempty(get, "PLIMSOLL_HARDENED")) && strcmp(v, "0"))
-        return CFG_ERR(err, "PLIMSOLL_HARDENED=\"%s\": the hardened policy needs vm or verified kernel isolation, "
-                            "which this build cannot prove", v);
+    bool hardened = false;
+    if ((v = nonempty(get, "PLIMSOLL_HARDENED"))) {
+        if (strcmp(v, "1") && strcmp(v, "0"))
+            return CFG_ERR(err, "PLIMSOLL_HARDENED=\"%s\": expected 1 or 0", v);
+        hardened = strcmp(v, "1") == 0;
+    }
     if (refuse_if_set(get, "PLIMSOLL_TLS_CERT", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
         refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
         refuse_if_set(get, "SANDBOX_TOTAL_MEMORY_MB", "a total memory budget is not supported", err) < 0)
@@ -268,5 +272,8 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
     if (c->provider == CFG_QUICKJS && (c->cpus_set || c->pids_set || c->disk_set))
         return CFG_ERR(err, "%s is set, but the quickjs provider cannot enforce it; unset it",
                        c->cpus_set ? "SANDBOX_CPUS" : c->pids_set ? "SANDBOX_PIDS" : "SANDBOX_DISK_MB");
+    /* Last: the policy looks at the whole, validated configuration. */
+    if (hardened && hardened_check(get, c, err) < 0)
+        return -1;
     return 0;
 }

@@ -77,5 +77,32 @@ int main(void)
     CHECK(load(ENV("PLIMSOLL_UI=1"), &c, &err) == 0 && c.ui);
     CHECK(load(ENV("PLIMSOLL_UI=0"), &c, &err) == 0 && !c.ui);
     CHECK(load(ENV("PLIMSOLL_UI=on"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_UI"));
+    /* PLIMSOLL_HARDENED=1 (wire.md §17): every unmet requirement named in one error */
+    CHECK(load(ENV("PLIMSOLL_HARDENED=yes"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_HARDENED"));
+    CHECK(load(ENV("PLIMSOLL_HARDENED=0", "SANDBOX_PROVIDER=quickjs"), &c, &err) == 0);
+    CHECK(load(ENV("PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=quickjs", "PLIMSOLL_ADDR=:8746", "SANDBOX_RATE_PER_MIN=0"),
+               &c, &err) < 0);
+    CHECK(strstr(err.msg, "verified kernel isolation") && strstr(err.msg, "PLIMSOLL_CLIENTS_FILE") && strstr(err.msg, "PLIMSOLL_ADDR=:8746") &&
+          strstr(err.msg, "resource envelope") && strstr(err.msg, "rate cap"));
+    CHECK(strstr(err.msg, "5 requirements unmet") != NULL);
+#define HARD_MICROVM "PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=microvm", "PLIMSOLL_CLIENTS_FILE=/etc/plimsoll/clients.json", \
+                     "SANDBOX_MEMORY_MB=256", "SANDBOX_CPUS=1"
+    CHECK(load(ENV(HARD_MICROVM), &c, &err) == 0 && c.min_isolation == PLM_TIER_KERNEL);
+    CHECK(load(ENV(HARD_MICROVM, "SANDBOX_MIN_ISOLATION=vm"), &c, &err) == 0 && c.min_isolation == PLM_TIER_VM);
+    CHECK(load(ENV(HARD_MICROVM, "PLIMSOLL_ADDR=[::1]:8746", "PLIMSOLL_METRICS_ADDR=off"), &c, &err) == 0);
+    CHECK(load(ENV(HARD_MICROVM, "PLIMSOLL_METRICS_ADDR=0.0.0.0:9464"), &c, &err) < 0 &&
+          strstr(err.msg, "PLIMSOLL_METRICS_ADDR=0.0.0.0:9464") && strstr(err.msg, "1 requirement unmet"));
+    CHECK(load(ENV(HARD_MICROVM, "PLIMSOLL_INSECURE=1"), &c, &err) < 0 && strstr(err.msg, "multi-client"));
+    CHECK(load(ENV(HARD_MICROVM, "SANDBOX_MAX_SESSIONS=4"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_MAX_SESSIONS_PER_CALLER"));
+    CHECK(load(ENV(HARD_MICROVM, "SANDBOX_MAX_SESSIONS=4", "SANDBOX_MAX_SESSIONS_PER_CALLER=2"), &c, &err) == 0);
+    CHECK(load(ENV(HARD_MICROVM, "SANDBOX_PER_KEY_CONCURRENT=8"), &c, &err) < 0 && strstr(err.msg, "concurrency cap"));
+    CHECK(load(ENV("PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=docker", "PLIMSOLL_CLIENTS_FILE=/c.json", "SANDBOX_MEMORY_MB=256",
+                   "SANDBOX_CPUS=1", "SANDBOX_PIDS=64"), &c, &err) < 0 &&
+          strstr(err.msg, "SANDBOX_DOCKER_RUNTIME=runsc") && strstr(err.msg, "SANDBOX_REQUIRE_PINNED_IMAGES"));
+    CHECK(load(ENV("PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=docker", "SANDBOX_DOCKER_RUNTIME=runsc", "PLIMSOLL_CLIENTS_FILE=/c.json",
+                   "SANDBOX_MEMORY_MB=256", "SANDBOX_CPUS=1", "SANDBOX_PIDS=64", "SANDBOX_REQUIRE_PINNED_IMAGES=1"),
+               &c, &err) == 0 && c.min_isolation == PLM_TIER_KERNEL);
+    CHECK(load(ENV("PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=e2b", "PLIMSOLL_CLIENTS_FILE=/c.json", "SANDBOX_MEMORY_MB=256"),
+               &c, &err) < 0 && strstr(err.msg, "E2B template") && strstr(err.msg, "paid allowance"));
     return unit_done();
 }

@@ -1,0 +1,94 @@
+/* hardened.c: the PLIMSOLL_HARDENED=1 policy (hardened.h). */
+#include "hardened.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../core/hostport.h"
+
+/* Loopback only: an address this build would serve in clear text to anything but this host is a
+ * TLS requirement we cannot meet (no TLS in this build). */
+static bool addr_is_loopback(const char *addr)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (plm_parse_hostport(addr, &ss, &sl) < 0)
+        return false;
+    if (ss.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss.ss_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+    return false;
+}
+
+struct unmet {
+    char text[480]; /* fits plm_err's message with its prefix */
+    size_t len;
+    unsigned n;
+};
+
+static void add(struct unmet *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct unmet *u, const char *fmt, ...)
+{
+    if (u->len + 8 >= sizeof u->text)
+        return;
+    int k = snprintf(u->text + u->len, sizeof u->text - u->len, "%s(%u) ", u->n ? "; " : "", u->n + 1);
+    if (k > 0)
+        u->len += (size_t)k < sizeof u->text - u->len ? (size_t)k : sizeof u->text - u->len - 1;
+    va_list ap;
+    va_start(ap, fmt);
+    k = vsnprintf(u->text + u->len, sizeof u->text - u->len, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        u->len += (size_t)k < sizeof u->text - u->len ? (size_t)k : sizeof u->text - u->len - 1;
+    u->n++;
+}
+
+int hardened_check(const char *(*get)(const char *), struct plm_config *c, struct plm_err *err)
+{
+    struct unmet u = {.len = 0};
+    const char *runtime = get("SANDBOX_DOCKER_RUNTIME");
+
+    /* vm, or kernel isolation that the startup proof verifies (runsc); the proven tier itself is
+     * checked after the smoke test through min_isolation. */
+    bool can_reach = c->provider == CFG_MICROVM || c->provider == CFG_E2B ||
+                     (c->provider == CFG_DOCKER && runtime && !strcmp(runtime, "runsc"));
+    if (!can_reach)
+        add(&u, "vm or verified kernel isolation (SANDBOX_PROVIDER=%s proves neither; use microvm, e2b or "
+                "docker with SANDBOX_DOCKER_RUNTIME=runsc)",
+            c->provider_name ? c->provider_name : "disabled");
+    if (!c->clients_file || c->insecure)
+        add(&u, "multi-client authentication (PLIMSOLL_CLIENTS_FILE, not insecure)");
+    if (!addr_is_loopback(c->addr))
+        add(&u, "TLS on PLIMSOLL_ADDR=%s (no TLS in this build: listen on loopback)", c->addr);
+    if (c->metrics_addr && strcasecmp(c->metrics_addr, "off") && !addr_is_loopback(c->metrics_addr))
+        add(&u, "TLS on PLIMSOLL_METRICS_ADDR=%s (no TLS in this build)", c->metrics_addr);
+    if (c->guard_addr && !addr_is_loopback(c->guard_addr))
+        add(&u, "TLS on PLIMSOLL_GUARD_ADDR=%s (no TLS in this build)", c->guard_addr);
+    if (c->provider == CFG_DOCKER && !c->require_pinned)
+        add(&u, "pinned images (SANDBOX_REQUIRE_PINNED_IMAGES=1)");
+    if (c->provider == CFG_E2B)
+        add(&u, "pinned images (an E2B template is a mutable name)");
+    if (!c->memory_set || (c->provider != CFG_E2B && !c->cpus_set) || (c->provider == CFG_DOCKER && !c->pids_set))
+        add(&u, "a resource envelope (SANDBOX_MEMORY_MB%s%s)",
+            c->provider != CFG_E2B ? ", SANDBOX_CPUS" : "", c->provider == CFG_DOCKER ? ", SANDBOX_PIDS" : "");
+    if (c->rate_per_min == 0)
+        add(&u, "a per-caller rate cap (SANDBOX_RATE_PER_MIN is 0)");
+    if (c->per_key_concurrent >= c->max_concurrent && c->max_concurrent > 1)
+        add(&u, "a per-caller concurrency cap (SANDBOX_PER_KEY_CONCURRENT below SANDBOX_MAX_CONCURRENT)");
+    if (c->sessions.max_sessions > 0 && c->sessions.per_caller == 0)
+        add(&u, "session caps (SANDBOX_MAX_SESSIONS_PER_CALLER)");
+    if (c->provider == CFG_E2B)
+        add(&u, "a paid allowance on a metered provider (not in this build)");
+
+    if (u.n)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+                           "PLIMSOLL_HARDENED=1: %u requirement%s unmet: %s", u.n, u.n == 1 ? "" : "s", u.text);
+    if (c->min_isolation == PLM_TIER_UNKNOWN || !tier_meets(c->min_isolation, PLM_TIER_KERNEL))
+        c->min_isolation = PLM_TIER_KERNEL;
+    return 0;
+}
