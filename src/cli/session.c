@@ -212,9 +212,11 @@ static int run_cell(struct repl *r, const char *code)
         return CLI_EXIT_RECORD;
     }
     const Plimsoll__V1__CellResult *c = run->cell;
-    fwrite(c->stdout.data, 1, c->stdout.len, stdout);
+    if (c->stdout.len) /* an empty bytes field may have no buffer, which fwrite must not see */
+        fwrite(c->stdout.data, 1, c->stdout.len, stdout);
     fflush(stdout);
-    fwrite(c->stderr.data, 1, c->stderr.len, stderr);
+    if (c->stderr.len)
+        fwrite(c->stderr.data, 1, c->stderr.len, stderr);
     fprintf(stderr, "[cell %llu] exit %d%s%s%s · %s/%s · record %.12s · chain ok\n", (unsigned long long)r->calls,
             c->exit_code, c->timed_out ? " (timed out)" : "", c->interpreter_started ? " · fresh interpreter" : "",
             c->interpreter_ended ? " · interpreter ended" : "", run->sandbox, run->isolation, r->last);
