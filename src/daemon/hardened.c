@@ -34,9 +34,10 @@ struct unmet {
 static void add(struct unmet *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add(struct unmet *u, const char *fmt, ...)
 {
+    u->n++; /* counted even when the text has no room left: the count is never understated */
     if (u->len + 8 >= sizeof u->text)
         return;
-    int k = snprintf(u->text + u->len, sizeof u->text - u->len, "%s(%u) ", u->n ? "; " : "", u->n + 1);
+    int k = snprintf(u->text + u->len, sizeof u->text - u->len, "%s(%u) ", u->n > 1 ? "; " : "", u->n);
     if (k > 0)
         u->len += (size_t)k < sizeof u->text - u->len ? (size_t)k : sizeof u->text - u->len - 1;
     va_list ap;
@@ -45,7 +46,6 @@ static void add(struct unmet *u, const char *fmt, ...)
     va_end(ap);
     if (k > 0)
         u->len += (size_t)k < sizeof u->text - u->len ? (size_t)k : sizeof u->text - u->len - 1;
-    u->n++;
 }
 
 int hardened_check(const char *(*get)(const char *), struct plm_config *c, struct plm_err *err)
