@@ -14,8 +14,11 @@ cleanup() {
 trap cleanup EXIT
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/token"
+# The log exists before the daemon does: the background job opens its redirection in its own
+# time, and the wait loop below must never read a file that is not there yet.
+: >"$tmp/daemon.log"
 PLIMSOLL_TOKEN=$(cat "$tmp/token") SANDBOX_PROVIDER=quickjs PLIMSOLL_ADDR=127.0.0.1:0 PLIMSOLL_METRICS_ADDR=off \
-    "$BUILD/plimsolld" 2>"$tmp/daemon.log" &
+    "$BUILD/plimsolld" 2>>"$tmp/daemon.log" &
 DPID=$!
 PORT=
 for _ in $(seq 1 300); do
