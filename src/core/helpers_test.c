@@ -9,6 +9,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "io.h"
+#include "request.h"
 #include "unit.h"
 
 static int dec(const char *in, enum b64_mix mix, char *out, size_t *n, size_t *bad)
@@ -73,5 +74,16 @@ int main(void)
     CHECK(plm_arena_alloc(a, 80000) == NULL && plm_arena_over_limit(a));
     CHECK(plm_arena_used(a) <= 100000);
     plm_arena_free(a);
+
+    struct plm_result r = {0};
+    CHECK(plm_result_stamp(&r, "quickjs", PLM_TIER_PROCESS, "quickjs:sha256:ab", NULL) == 0);
+    CHECK_STR(r.sandbox, "quickjs");
+    CHECK_STR(r.isolation, tier_name(PLM_TIER_PROCESS));
+    CHECK_STR(r.environment, "quickjs:sha256:ab");
+    CHECK(r.software_identity == NULL);
+    plm_result_done(&r);
+    CHECK(plm_result_stamp(&r, "e2b", PLM_TIER_VM, "e2b-template:t", "") == 0 && r.software_identity &&
+          !r.software_identity[0] && strcmp(r.isolation, "vm") == 0);
+    plm_result_done(&r);
     return unit_done();
 }

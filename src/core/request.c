@@ -25,6 +25,19 @@ void plm_bytes_done(struct plm_bytes *b)
     b->len = 0;
 }
 
+int plm_result_stamp(struct plm_result *r, const char *sandbox, enum plm_tier tier, const char *environment,
+                     const char *software_identity)
+{
+    r->sandbox = strdup(sandbox);
+    r->isolation = strdup(tier_name(tier));
+    r->environment = strdup(environment);
+    if (software_identity)
+        r->software_identity = strdup(software_identity);
+    if (!r->sandbox || !r->isolation || !r->environment || (software_identity && !r->software_identity))
+        return -1;
+    return 0;
+}
+
 void plm_result_done(struct plm_result *r)
 {
     if (!r)

@@ -146,6 +146,12 @@ struct plm_result {
 void plm_result_done(struct plm_result *r);
 void plm_bytes_done(struct plm_bytes *b);
 
+/* States on r which sandbox ran it, at which tier, in which environment (and, when not NULL, the
+ * software identity): the fields every provider fills the same way. -1: out of memory (r keeps what
+ * was set; plm_result_done frees it). */
+int plm_result_stamp(struct plm_result *r, const char *sandbox, enum plm_tier tier, const char *environment,
+                     const char *software_identity);
+
 /* trace_id is kept only when it is [A-Za-z0-9._:-]{1,64}; otherwise it is silently dropped. */
 bool plm_trace_id_ok(const char *s);
 

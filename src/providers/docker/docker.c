@@ -50,11 +50,7 @@ int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_resu
 {
     char env[96];
     snprintf(env, sizeof env, "docker-image:%s", s->id[k]);
-    out->sandbox = strdup("docker");
-    out->isolation = strdup(tier_name(dock_tier(s)));
-    out->environment = strdup(env);
-    out->software_identity = strdup(s->software_identity[k]);
-    return out->sandbox && out->isolation && out->environment && out->software_identity ? 0 : -1;
+    return plm_result_stamp(out, "docker", dock_tier(s), env, s->software_identity[k]);
 }
 
 static struct dock_state *st(struct plm_provider *p)

@@ -97,11 +97,7 @@ int e2b_result_identity(struct e2b_state *s, struct plm_result *out)
 {
     char env[200];
     snprintf(env, sizeof env, "e2b-template:%s", s->template_id);
-    out->sandbox = strdup("e2b");
-    out->isolation = strdup(tier_name(PLM_TIER_VM));
-    out->environment = strdup(env);
-    out->software_identity = strdup("");
-    return out->sandbox && out->isolation && out->environment && out->software_identity ? 0 : -1;
+    return plm_result_stamp(out, "e2b", PLM_TIER_VM, env, "");
 }
 
 int e2b_gate(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req, struct plm_err *err)

@@ -124,10 +124,7 @@ static int mv_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, cons
         return -1;
     out->kind = PLM_KIND_JAVASCRIPT;
     out->duration_ms = ms;
-    out->sandbox = strdup("microvm");
-    out->isolation = strdup(tier_name(tier));
-    out->environment = strdup(s->identity);
-    if (!out->sandbox || !out->isolation || !out->environment) {
+    if (plm_result_stamp(out, "microvm", tier, s->identity, NULL) < 0) {
         plm_result_done(out);
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
     }
@@ -165,10 +162,7 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
         return -1;
     }
     out->duration_ms = ms;
-    out->sandbox = strdup("microvm");
-    out->isolation = strdup(tier_name(tier));
-    out->environment = strdup(s->identity);
-    if (!out->sandbox || !out->isolation || !out->environment) {
+    if (plm_result_stamp(out, "microvm", tier, s->identity, NULL) < 0) {
         plm_result_done(out);
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
     }

@@ -123,10 +123,7 @@ static int qjs_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, con
         return -1;
     out->kind = PLM_KIND_JAVASCRIPT;
     out->duration_ms = ms;
-    out->sandbox = strdup("quickjs");
-    out->isolation = strdup(tier_name(tier));
-    out->environment = strdup(s->identity);
-    if (!out->sandbox || !out->isolation || !out->environment) {
+    if (plm_result_stamp(out, "quickjs", tier, s->identity, NULL) < 0) {
         plm_result_done(out);
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
     }

@@ -110,10 +110,7 @@ static int fill_common(struct plm_provider *p, struct plm_result *out, int64_t m
     struct plm_payload_env e;
     qjs_session_env(p, &e);
     out->duration_ms = ms;
-    out->sandbox = strdup("quickjs");
-    out->isolation = strdup(tier_name(p->ops->tier(p)));
-    out->environment = strdup(e.identity);
-    if (!out->sandbox || !out->isolation || !out->environment) {
+    if (plm_result_stamp(out, "quickjs", p->ops->tier(p), e.identity, NULL) < 0) {
         plm_result_done(out);
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the call");
     }
