@@ -7,34 +7,39 @@ set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-20}
 
+# One line per target: its corpus name (fuzz/corpus/<name>, fuzz/corpus-<name>) and its binary.
+# A new fuzz target is one new line here; the build list is derived from this table.
+targets='
+json        fuzz_json_decode
+binary      fuzz_binary_decode
+route       fuzz_route
+docker      fuzz_docker_frames
+quickjs     fuzz_quickjs_frames
+http        fuzz_docker_http
+guestio     fuzz_guestio_frames
+e2b_stream  fuzz_e2b_stream
+e2b_guard   fuzz_e2b_guard
+limits      fuzz_limits_scan
+httphead    fuzz_httphead
+duration    fuzz_session_duration
+mcp         fuzz_mcp
+posture     fuzz_docker_posture
+microvm     fuzz_microvm_frames
+'
+
 if [ ! -f build-fuzz/build.ninja ]; then
     CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
 fi
-ninja -C build-fuzz fuzz/fuzz_json_decode fuzz/fuzz_binary_decode fuzz/fuzz_route fuzz/fuzz_docker_frames \
-    fuzz/fuzz_quickjs_frames fuzz/fuzz_docker_http fuzz/fuzz_guestio_frames fuzz/fuzz_e2b_stream fuzz/fuzz_e2b_guard \
-    fuzz/fuzz_limits_scan fuzz/fuzz_httphead fuzz/fuzz_session_duration fuzz/fuzz_mcp fuzz/fuzz_docker_posture \
-    fuzz/fuzz_microvm_frames
+# shellcheck disable=SC2046 # one word per target, by design
+ninja -C build-fuzz $(echo "$targets" | awk 'NF { print "fuzz/" $2 }')
 
 # UBSan recovers by default; a finding must fail the run like an ASan one does.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1
 
 status=0
-for t in json binary route docker quickjs http guestio e2b_stream e2b_guard limits httphead duration mcp posture microvm; do
-    target=fuzz_${t}_decode
-    [ "$t" = route ] && target=fuzz_route
-    [ "$t" = docker ] && target=fuzz_docker_frames
-    [ "$t" = quickjs ] && target=fuzz_quickjs_frames
-    [ "$t" = http ] && target=fuzz_docker_http
-    [ "$t" = guestio ] && target=fuzz_guestio_frames
-    [ "$t" = e2b_stream ] && target=fuzz_e2b_stream
-    [ "$t" = e2b_guard ] && target=fuzz_e2b_guard
-    [ "$t" = limits ] && target=fuzz_limits_scan
-    [ "$t" = httphead ] && target=fuzz_httphead
-    [ "$t" = duration ] && target=fuzz_session_duration
-    [ "$t" = mcp ] && target=fuzz_mcp
-    [ "$t" = posture ] && target=fuzz_docker_posture
-    [ "$t" = microvm ] && target=fuzz_microvm_frames
+echo "$targets" | awk 'NF' > build-fuzz/targets.list
+while read -r t target; do
     # New inputs go to the first (git-ignored) directory; the checked-in seeds stay untouched.
     work=fuzz/corpus-$t
     mkdir -p "$work"
@@ -43,9 +48,9 @@ for t in json binary route docker quickjs http guestio e2b_stream e2b_guard limi
     echo "== $target for ${secs}s"
     if ! "build-fuzz/fuzz/$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
         -max_len=8192 -print_final_stats=1 -artifact_prefix="build-fuzz/$target-" $dict \
-        "$work" $( [ -d "fuzz/corpus/$t" ] && echo "fuzz/corpus/$t" ); then
+        "$work" $( [ -d "fuzz/corpus/$t" ] && echo "fuzz/corpus/$t" ) </dev/null; then
         echo "FAIL: $target" >&2
         status=1
     fi
-done
+done < build-fuzz/targets.list
 exit $status
