@@ -6,6 +6,7 @@
  * every failed or unparsable check reads as "may have run", never as "nothing ran". */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,6 +435,17 @@ void cli_reason_name(int reason, char *buf, size_t len)
         snprintf(buf, len, "%s", plm_refusal_name((enum plm_refusal)reason));
     else
         snprintf(buf, len, "reason %d", reason);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "plimsoll %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(try `plimsoll %s --help`)\n", cmd);
+    return CLI_EXIT_USAGE;
 }
 
 int cli_timeout_ms(double seconds, int32_t *ms)

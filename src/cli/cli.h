@@ -161,6 +161,8 @@ int cli_exit_status(const struct cli_outcome *o, const Plimsoll__V1__JavaScriptR
 /* A run time limit in seconds, 0 < s <= 300 (fractions allowed), as the timeoutMs sent; -1
  * for anything else (NaN and infinities included). */
 int cli_timeout_ms(double seconds, int32_t *ms);
+/* "plimsoll CMD: <message>" and the --help hint on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A short machine name for a verdict: ran, refused, evidence_mismatch, record_mismatch,
  * transport_error, error. */
 const char *cli_verdict_name(enum cli_verdict v);

@@ -4,7 +4,6 @@
  * our request id, be a 200 and be application/json, as for Run.
  * Invariant: a protocol other than ours is never silent: a warning and exit 203. */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,17 +29,6 @@ void cli_usage_describe(FILE *f)
           f);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("plimsoll describe: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\n(try `plimsoll describe --help`)\n", stderr);
-    return CLI_EXIT_USAGE;
-}
 
 static void print_failure(const struct cli_outcome *o)
 {
@@ -85,12 +73,12 @@ int cli_cmd_describe(int argc, char **argv)
         case 'k': token_file = optarg; break;
         case 'j': json_out = true; break;
         case 'h': cli_usage_describe(stdout); return 0;
-        case ':': return usage_error("option `%s` needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option `%s`", argv[optind - 1]);
+        case ':': return cli_usage_error("describe", "option `%s` needs a value", argv[optind - 1]);
+        default: return cli_usage_error("describe", "unknown option `%s`", argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error("unexpected argument `%s`", argv[optind]);
+        return cli_usage_error("describe", "unexpected argument `%s`", argv[optind]);
 
     struct plm_err err = {0};
     char *token = NULL;

@@ -49,6 +49,15 @@ json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *arg
 json_t *mcp_tool_result(bool is_error, const char *text, const char *card, json_t *structured);
 /* A tool error for bad arguments: "invalid arguments: WHY. Nothing was sent; no code ran." */
 json_t *mcp_bad_arguments(const char *why);
+/* The common run arguments `timeout` (seconds) and `min_isolation`: NULL when valid (the outputs
+ * set; *floor stays "" without a floor), else the bad-arguments tool error. */
+json_t *mcp_run_limits(json_t *args, int32_t *timeout_ms, const char **floor);
+/* NULL with *token loaded, or the tool error saying the token could not be read. */
+json_t *mcp_load_token(const struct mcp_server *s, char **token);
+/* The answer text of one tool, from the checked call and its card as JSON. */
+typedef char *(*mcp_text_fn)(const struct cli_run_call *call, const json_t *card, const char *url);
+/* The CallToolResult of a finished call (rc: the cli_run_* return); consumes the call. */
+json_t *mcp_call_result(struct cli_run_call *call, int rc, mcp_text_fn text_of, const char *url);
 /* The text run card (card.c) as a malloc'd string. */
 char *mcp_capture_card(const struct cli_run_report *rep);
 /* The words for a verdict other than ran / evidence mismatch. */

@@ -67,6 +67,47 @@ json_t *mcp_bad_arguments(const char *why)
     return mcp_tool_result(true, text, NULL, NULL);
 }
 
+json_t *mcp_run_limits(json_t *args, int32_t *timeout_ms, const char **floor)
+{
+    json_t *t = json_object_get(args, "timeout");
+    if (t && !json_is_null(t) && (!json_is_number(t) || cli_timeout_ms(json_number_value(t), timeout_ms) < 0))
+        return mcp_bad_arguments("timeout must be a number of seconds, 0 < timeout <= 300");
+    json_t *fl = json_object_get(args, "min_isolation");
+    if (fl && !json_is_null(fl)) {
+        enum plm_tier floor_tier;
+        struct plm_err err = {0};
+        *floor = json_string_value(fl);
+        if (!*floor || !**floor || tier_parse_floor(*floor, &floor_tier, &err) < 0)
+            return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
+    }
+    return NULL;
+}
+
+json_t *mcp_load_token(const struct mcp_server *s, char **token)
+{
+    struct plm_err err = {0};
+    if (cli_token_load(s->token_file, token, &err) == 0)
+        return NULL;
+    char text[640];
+    snprintf(text, sizeof text, "cannot read the bearer token: %s. Nothing was sent; no code ran.", err.msg);
+    return mcp_tool_result(true, text, NULL, NULL);
+}
+
+json_t *mcp_call_result(struct cli_run_call *call, int rc, mcp_text_fn text_of, const char *url)
+{
+    if (rc < 0)
+        return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
+    json_t *j = cli_card_json(&call->rep);
+    cleanup_free char *card = mcp_capture_card(&call->rep);
+    cleanup_free char *text = j ? text_of(call, j, url) : NULL;
+    json_t *res = NULL;
+    if (j && card && text)
+        res = mcp_tool_result(call->o.verdict != CLI_V_RAN, text, card, json_incref(j));
+    json_decref(j);
+    cli_run_call_done(call);
+    return res;
+}
+
 /* Text printed by a FILE* writer, as a malloc'd string. */
 char *mcp_capture_card(const struct cli_run_report *rep)
 {
@@ -178,40 +219,19 @@ static json_t *run_javascript(const struct mcp_server *s, json_t *args)
     if (code_len > LIM_CODE_MAX)
         return mcp_bad_arguments("code is larger than 256 KiB");
     int32_t timeout_ms = 0;
-    json_t *t = json_object_get(args, "timeout");
-    if (t && !json_is_null(t) && (!json_is_number(t) || cli_timeout_ms(json_number_value(t), &timeout_ms) < 0))
-        return mcp_bad_arguments("timeout must be a number of seconds, 0 < timeout <= 300");
     const char *floor = "";
-    json_t *fl = json_object_get(args, "min_isolation");
-    enum plm_tier floor_tier;
-    struct plm_err err = {0};
-    if (fl && !json_is_null(fl)) {
-        floor = json_string_value(fl);
-        if (!floor || !*floor || tier_parse_floor(floor, &floor_tier, &err) < 0)
-            return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
-    }
+    json_t *bad = mcp_run_limits(args, &timeout_ms, &floor);
+    if (bad)
+        return bad;
 
     char *token = NULL;
-    if (cli_token_load(s->token_file, &token, &err) < 0) {
-        char text[640];
-        snprintf(text, sizeof text, "cannot read the bearer token: %s. Nothing was sent; no code ran.", err.msg);
-        return mcp_tool_result(true, text, NULL, NULL);
-    }
+    if ((bad = mcp_load_token(s, &token)))
+        return bad;
     struct cli_conn conn = {.url = s->url, .token = token};
     struct cli_run_call call;
     int r = cli_run_javascript(&conn, json_string_value(code), floor, timeout_ms, &call);
     cli_token_free(token);
-    if (r < 0)
-        return mcp_bad_arguments("min_isolation must be process, container, kernel or vm");
-    json_t *j = cli_card_json(&call.rep);
-    cleanup_free char *card = mcp_capture_card(&call.rep);
-    cleanup_free char *text = j ? run_text(&call, j, s->url) : NULL;
-    json_t *res = NULL;
-    if (j && card && text)
-        res = mcp_tool_result(call.o.verdict != CLI_V_RAN, text, card, json_incref(j));
-    json_decref(j);
-    cli_run_call_done(&call);
-    return res;
+    return mcp_call_result(&call, r, run_text, s->url);
 }
 
 static json_t *describe(const struct mcp_server *s, json_t *args)

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,17 +46,6 @@ void cli_usage_run(FILE *f)
           f);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("plimsoll run: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\n(try `plimsoll run --help`)\n", stderr);
-    return CLI_EXIT_USAGE;
-}
 
 
 static int load_code(const char *code_arg, const char *path, char **out, size_t *len)
@@ -65,13 +53,13 @@ static int load_code(const char *code_arg, const char *path, char **out, size_t 
     if (code_arg) {
         *out = strdup(code_arg);
         if (!*out)
-            return usage_error("%s", "out of memory");
+            return cli_usage_error("run", "%s", "out of memory");
         *len = strlen(code_arg);
         return 0;
     }
     bool from_stdin = !path || strcmp(path, "-") == 0;
     if (from_stdin && !path && isatty(STDIN_FILENO))
-        return usage_error("%s", "no snippet: give -e CODE, FILE, or - for standard input");
+        return cli_usage_error("run", "%s", "no snippet: give -e CODE, FILE, or - for standard input");
     cleanup_close int fd = -1;
     if (!from_stdin) {
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -155,44 +143,44 @@ int cli_cmd_run(int argc, char **argv)
         switch (c) {
         case 'e':
             if (code_arg)
-                return usage_error("%s", "-e given twice");
+                return cli_usage_error("run", "%s", "-e given twice");
             code_arg = optarg;
             break;
         case 'i':
             if (floor_set)
-                return usage_error("%s", "--min-isolation given twice");
+                return cli_usage_error("run", "%s", "--min-isolation given twice");
             floor = optarg;
             floor_set = true;
             break;
         case 't':
             if (timeout_arg)
-                return usage_error("%s", "--timeout given twice");
+                return cli_usage_error("run", "%s", "--timeout given twice");
             timeout_arg = optarg;
             break;
         case 'u': url_flag = optarg; break;
         case 'k': token_file = optarg; break;
         case 'j': json_out = true; break;
         case 'h': cli_usage_run(stdout); return 0;
-        case ':': return usage_error("option `%s` needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option `%s`", argv[optind - 1]);
+        case ':': return cli_usage_error("run", "option `%s` needs a value", argv[optind - 1]);
+        default: return cli_usage_error("run", "unknown option `%s`", argv[optind - 1]);
         }
     }
     const char *path = NULL;
     if (optind < argc)
         path = argv[optind++];
     if (optind < argc)
-        return usage_error("unexpected argument `%s`", argv[optind]);
+        return cli_usage_error("run", "unexpected argument `%s`", argv[optind]);
     if (code_arg && path)
-        return usage_error("give either -e CODE or a FILE, not both (got `%s`)", path);
+        return cli_usage_error("run", "give either -e CODE or a FILE, not both (got `%s`)", path);
 
     /* Everything that can be judged locally is judged before anything is sent. */
     enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
     struct plm_err err = {0};
     if (tier_parse_floor(floor, &floor_tier, &err) < 0)
-        return usage_error("--min-isolation `%s`: must be process, container, kernel or vm", floor);
+        return cli_usage_error("run", "--min-isolation `%s`: must be process, container, kernel or vm", floor);
     int32_t timeout_ms = 0;
     if (timeout_arg && parse_timeout(timeout_arg, &timeout_ms) < 0)
-        return usage_error("--timeout `%s`: must be a number of seconds, 0 < S <= 300", timeout_arg);
+        return cli_usage_error("run", "--timeout `%s`: must be a number of seconds, 0 < S <= 300", timeout_arg);
 
     cleanup_free char *code = NULL;
     size_t code_len = 0;
@@ -201,9 +189,9 @@ int cli_cmd_run(int argc, char **argv)
         return r;
     /* A proto3 string is UTF-8 without NUL here (our codec and the daemon refuse both). */
     if (strlen(code) != code_len)
-        return usage_error("%s", "the snippet contains a NUL byte");
+        return cli_usage_error("run", "%s", "the snippet contains a NUL byte");
     if (!cli_utf8_valid((const uint8_t *)code, code_len))
-        return usage_error("%s", "the snippet is not valid UTF-8");
+        return cli_usage_error("run", "%s", "the snippet is not valid UTF-8");
 
     char *token = NULL;
     if (cli_token_load(token_file, &token, &err) < 0) {
@@ -217,7 +205,7 @@ int cli_cmd_run(int argc, char **argv)
     cli_token_free(token);
     token = NULL;
     if (r < 0)
-        return usage_error("--min-isolation `%s`: must be process, container, kernel or vm", floor);
+        return cli_usage_error("run", "--min-isolation `%s`: must be process, container, kernel or vm", floor);
     int status = emit(&call.rep, call.js, json_out);
     cli_run_call_done(&call);
     return status;

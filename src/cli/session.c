@@ -6,7 +6,6 @@
  * Trusts: nothing in an answer until its record checked; after an answer that could not be
  * checked nothing more is sent on the session (§5.3) except the close. */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,17 +43,6 @@ void cli_usage_repl(FILE *f)
           f);
 }
 
-static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("plimsoll repl: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\n(try `plimsoll repl --help`)\n", stderr);
-    return CLI_EXIT_USAGE;
-}
 
 /* POSTs m; on a bound 200 decodes it as `d`. Returns the decoded message or NULL with *o saying
  * what happened, and the raw error body in *err_body (malloc'd) for detail parsing. */
@@ -348,22 +336,22 @@ int cli_cmd_repl(int argc, char **argv)
         case 'u': url_flag = optarg; break;
         case 'k': token_file = optarg; break;
         case 'h': cli_usage_repl(stdout); return 0;
-        case ':': return usage("option `%s` needs a value", argv[optind - 1]);
-        default: return usage("unknown option `%s`", argv[optind - 1]);
+        case ':': return cli_usage_error("repl", "option `%s` needs a value", argv[optind - 1]);
+        default: return cli_usage_error("repl", "unknown option `%s`", argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage("unexpected argument `%s`", argv[optind]);
+        return cli_usage_error("repl", "unexpected argument `%s`", argv[optind]);
     if (strcmp(r.language, "javascript") && strcmp(r.language, "python"))
-        return usage("--language `%s`: javascript or python", r.language);
+        return cli_usage_error("repl", "--language `%s`: javascript or python", r.language);
     struct plm_err err = {0};
     if (tier_parse_floor(r.floor, &r.floor_tier, &err) < 0)
-        return usage("--min-isolation `%s`: must be process, container, kernel or vm", r.floor);
+        return cli_usage_error("repl", "--min-isolation `%s`: must be process, container, kernel or vm", r.floor);
     if (timeout_arg) {
         char *end;
         double s = strtod(timeout_arg, &end);
         if (*end || !(s > 0 && s <= 300))
-            return usage("--timeout `%s`: seconds, 0 < S <= 300", timeout_arg);
+            return cli_usage_error("repl", "--timeout `%s`: seconds, 0 < S <= 300", timeout_arg);
         r.timeout_ms = (int32_t)(s * 1000);
     }
     char *token = NULL;
