@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../core/exact_io.h"
 #include "frame.h"
 #include "qjs_int.h"
 #include "unit.h"
@@ -25,21 +26,6 @@ struct fake {
     enum fake_script script;
     int frames_read; /* RUN frames the fake worker received */
 };
-
-static int read_all(int fd, void *buf, size_t n)
-{
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t k = read(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
 /* Appends one frame to buf at *off (the caller sized buf). */
 static void put_frame(uint8_t *buf, size_t *off, uint16_t type, uint64_t seq, const void *pl, uint32_t len)
@@ -75,10 +61,10 @@ static void *fake_main(void *arg)
         return NULL;
     uint8_t hb[QF_HDR_LEN];
     struct qf_hdr h;
-    if (read_all(f->fd, hb, sizeof hb) < 0 || qf_hdr_decode(hb, &h) < 0 || h.type != QF_RUN)
+    if (plm_read_exact(f->fd, hb, sizeof hb) < 0 || qf_hdr_decode(hb, &h) < 0 || h.type != QF_RUN)
         return NULL;
     uint8_t *pl = malloc(h.len ? h.len : 1);
-    if (!pl || read_all(f->fd, pl, h.len) < 0) {
+    if (!pl || plm_read_exact(f->fd, pl, h.len) < 0) {
         free(pl);
         return NULL;
     }

@@ -8,6 +8,7 @@
  *   zygote's, inherited copy-on-write, and has run no guest code; the worker answers exactly one
  *   request and exits (host calls are questions inside that request, one outstanding at a
  *   time), and every failure before a RESULT is a distinct exit status, never a partial answer. */
+#include "../../core/exact_io.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -22,36 +23,6 @@
 #include "probe.h"
 #include "seccomp_table.h"
 
-static int read_full(void *buf, size_t n)
-{
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t k = read(WK_SOCK_FD, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int write_full(const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t k = write(WK_SOCK_FD, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 static uint64_t request_seq;
 /* Sessions (QF_RUN_SESSION): where a finished run returns to wait for the next RUN. */
 static jmp_buf next_request;
@@ -62,9 +33,9 @@ static int send_frame(uint16_t type, uint64_t seq, const uint8_t *payload, uint3
 {
     uint8_t h[QF_HDR_LEN];
     qf_hdr_encode(h, &(struct qf_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
-    if (write_full(h, sizeof h) < 0)
+    if (plm_write_exact(WK_SOCK_FD, h, sizeof h) < 0)
         return -1;
-    return len ? write_full(payload, len) : 0;
+    return len ? plm_write_exact(WK_SOCK_FD, payload, len) : 0;
 }
 
 /* The grant's transport (jsrt_host_fn): one HOST_CALL, then block until its HOST_REPLY. Nothing
@@ -78,13 +49,13 @@ static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len
     uint32_t len = (uint32_t)(QF_HOST_CALL_FIXED + method_len + path_len + body_len);
     uint8_t h[QF_HDR_LEN];
     qf_hdr_encode(h, &(struct qf_hdr){.len = len, .type = QF_HOST_CALL, .flags = 0, .seq = request_seq});
-    if (write_full(h, sizeof h) < 0 || write_full(fixed, sizeof fixed) < 0 || write_full(method, method_len) < 0 ||
-        write_full(path, path_len) < 0 || write_full(body, body_len) < 0)
+    if (plm_write_exact(WK_SOCK_FD, h, sizeof h) < 0 || plm_write_exact(WK_SOCK_FD, fixed, sizeof fixed) < 0 || plm_write_exact(WK_SOCK_FD, method, method_len) < 0 ||
+        plm_write_exact(WK_SOCK_FD, path, path_len) < 0 || plm_write_exact(WK_SOCK_FD, body, body_len) < 0)
         _exit(WK_EXIT_IO);
 
     struct qf_hdr rh;
     uint8_t hb[QF_HDR_LEN];
-    if (read_full(hb, sizeof hb) < 0)
+    if (plm_read_exact(WK_SOCK_FD, hb, sizeof hb) < 0)
         _exit(WK_EXIT_IO);
     /* Fail closed: only the reply to this run, bounded by its cap before the allocation. */
     if (qf_hdr_decode(hb, &rh) < 0 || rh.type != QF_HOST_REPLY || rh.seq != request_seq)
@@ -92,7 +63,7 @@ static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len
     uint8_t *payload = malloc(rh.len);
     if (!payload)
         _exit(WK_EXIT_MEMORY);
-    if (read_full(payload, rh.len) < 0)
+    if (plm_read_exact(WK_SOCK_FD, payload, rh.len) < 0)
         _exit(WK_EXIT_IO);
     struct qf_host_reply rep;
     if (qf_host_reply_decode(payload, rh.len, &rep) < 0 || rep.call_no != call_no)
@@ -119,8 +90,8 @@ __attribute__((noreturn)) static void finish_run(int32_t exit_code, bool timed_o
     uint32_t len = QF_RESULT_FIXED + out->len + err->len; /* <= 16 + 2 * 64 KiB */
     uint8_t h[QF_HDR_LEN];
     qf_hdr_encode(h, &(struct qf_hdr){.len = len, .type = QF_RESULT, .flags = 0, .seq = request_seq});
-    if (write_full(h, sizeof h) < 0 || write_full(fixed, sizeof fixed) < 0 ||
-        write_full(out->data, out->len) < 0 || write_full(err->data, err->len) < 0)
+    if (plm_write_exact(WK_SOCK_FD, h, sizeof h) < 0 || plm_write_exact(WK_SOCK_FD, fixed, sizeof fixed) < 0 ||
+        plm_write_exact(WK_SOCK_FD, out->data, out->len) < 0 || plm_write_exact(WK_SOCK_FD, err->data, err->len) < 0)
         _exit(WK_EXIT_IO);
     if (keep)
         longjmp(next_request, 1);
@@ -154,7 +125,7 @@ void wk_worker_main(int sock, const struct wk_params *p)
     }
     uint8_t hb[QF_HDR_LEN];
     struct qf_hdr h;
-    if (read_full(hb, sizeof hb) < 0)
+    if (plm_read_exact(WK_SOCK_FD, hb, sizeof hb) < 0)
         _exit(WK_EXIT_IO);
     /* Only RUN or PROBE may come now; qf_hdr_decode bounds len by the type's cap. */
     if (qf_hdr_decode(hb, &h) < 0 || (h.type != QF_RUN && h.type != QF_PROBE))
@@ -162,7 +133,7 @@ void wk_worker_main(int sock, const struct wk_params *p)
     uint8_t *payload = malloc((size_t)h.len + 1);
     if (!payload)
         _exit(WK_EXIT_ENGINE);
-    if (read_full(payload, h.len) < 0)
+    if (plm_read_exact(WK_SOCK_FD, payload, h.len) < 0)
         _exit(WK_EXIT_IO);
     payload[h.len] = 0;
     request_seq = h.seq;

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../../core/exact_io.h"
 #include "../../quickjs/jsrt.h"
 #include "../chan.h"
 #include "guest.h"
@@ -37,43 +38,13 @@ static int port = -1;
 static uint32_t cmdline_u32(const char *key, uint32_t def);
 static uint64_t request_seq;
 
-static int read_full(void *buf, size_t n)
-{
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t k = read(port, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int write_full(const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t k = write(port, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 int gs_send(uint16_t type, uint64_t seq, const void *payload, uint32_t len)
 {
     uint8_t h[MVC_HDR_LEN];
     mvc_hdr_encode(h, &(struct mvc_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
-    if (write_full(h, sizeof h) < 0)
+    if (plm_write_exact(port, h, sizeof h) < 0)
         return -1;
-    return len ? write_full(payload, len) : 0;
+    return len ? plm_write_exact(port, payload, len) : 0;
 }
 
 __attribute__((noreturn)) static void idle_forever(void)
@@ -95,8 +66,8 @@ __attribute__((noreturn)) static void finish_run(int32_t exit_code, bool timed_o
     uint32_t len = QF_RESULT_FIXED + out->len + err->len;
     uint8_t h[MVC_HDR_LEN];
     mvc_hdr_encode(h, &(struct mvc_hdr){.len = len, .type = MVC_RESULT, .flags = 0, .seq = request_seq});
-    if (write_full(h, sizeof h) < 0 || write_full(fixed, sizeof fixed) < 0 || write_full(out->data, out->len) < 0 ||
-        write_full(err->data, err->len) < 0)
+    if (plm_write_exact(port, h, sizeof h) < 0 || plm_write_exact(port, fixed, sizeof fixed) < 0 || plm_write_exact(port, out->data, out->len) < 0 ||
+        plm_write_exact(port, err->data, err->len) < 0)
         _exit(GS_EXIT_IO);
     _exit(0);
 }
@@ -110,19 +81,19 @@ static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len
     uint32_t len = (uint32_t)(QF_HOST_CALL_FIXED + method_len + path_len + body_len);
     uint8_t h[MVC_HDR_LEN];
     mvc_hdr_encode(h, &(struct mvc_hdr){.len = len, .type = MVC_HOST_CALL, .flags = 0, .seq = request_seq});
-    if (write_full(h, sizeof h) < 0 || write_full(fixed, sizeof fixed) < 0 || write_full(method, method_len) < 0 ||
-        write_full(path, path_len) < 0 || write_full(body, body_len) < 0)
+    if (plm_write_exact(port, h, sizeof h) < 0 || plm_write_exact(port, fixed, sizeof fixed) < 0 || plm_write_exact(port, method, method_len) < 0 ||
+        plm_write_exact(port, path, path_len) < 0 || plm_write_exact(port, body, body_len) < 0)
         _exit(GS_EXIT_IO);
     uint8_t hb[MVC_HDR_LEN];
     struct mvc_hdr rh;
-    if (read_full(hb, sizeof hb) < 0)
+    if (plm_read_exact(port, hb, sizeof hb) < 0)
         _exit(GS_EXIT_IO);
     if (mvc_hdr_decode(hb, &rh) < 0 || rh.type != MVC_HOST_REPLY || rh.seq != request_seq)
         _exit(GS_EXIT_PROTOCOL);
     uint8_t *payload = malloc(rh.len ? rh.len : 1);
     if (!payload)
         _exit(GS_EXIT_MEMORY);
-    if (read_full(payload, rh.len) < 0)
+    if (plm_read_exact(port, payload, rh.len) < 0)
         _exit(GS_EXIT_IO);
     struct qf_host_reply rep;
     if (qf_host_reply_decode(payload, rh.len, &rep) < 0 || rep.call_no != call_no)
@@ -318,10 +289,10 @@ int main(void)
     for (;;) {
         uint8_t hb[MVC_HDR_LEN];
         struct mvc_hdr h;
-        if (read_full(hb, sizeof hb) < 0 || mvc_hdr_decode(hb, &h) < 0 || h.type >= MVC_READY)
+        if (plm_read_exact(port, hb, sizeof hb) < 0 || mvc_hdr_decode(hb, &h) < 0 || h.type >= MVC_READY)
             idle_forever();
         uint8_t *payload = malloc((size_t)h.len + 1);
-        if (!payload || read_full(payload, h.len) < 0)
+        if (!payload || plm_read_exact(port, payload, h.len) < 0)
             idle_forever();
         payload[h.len] = 0; /* the code is then NUL-terminated: it is the payload's tail */
         request_seq = h.seq;
