@@ -23,6 +23,16 @@ static enum plm_tier ops_tier(struct plm_provider *p)
     return atomic_load(&st(p)->proven) ? PLM_TIER_VM : PLM_TIER_NONE;
 }
 
+void e2b_identity(struct e2b_state *s, char *out, size_t cap)
+{
+    /* A non-default endpoint is part of the environment, so a record made against a double or a
+     * private deployment says so. */
+    if (s->endpoints_default)
+        snprintf(out, cap, "e2b-template:%.100s", s->template_id);
+    else
+        snprintf(out, cap, "e2b-template:%.40s api=%.100s", s->template_id, s->api_base);
+}
+
 static void ops_describe(struct plm_provider *p, struct plm_describe *d)
 {
     struct e2b_state *s = st(p);
@@ -32,13 +42,8 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     d->tier = proven ? PLM_TIER_VM : PLM_TIER_NONE;
     d->supports_project = true;
     d->supports_javascript_grants = d->supports_project_grants = proven && s->guard != NULL;
-    /* A non-default endpoint is part of the environment, so a record made against a double or a
-     * private deployment says so. */
     char ident[160];
-    if (s->endpoints_default)
-        snprintf(ident, sizeof ident, "e2b-template:%.100s", s->template_id);
-    else
-        snprintf(ident, sizeof ident, "e2b-template:%.40s api=%.100s", s->template_id, s->api_base);
+    e2b_identity(s, ident, sizeof ident);
     snprintf(d->javascript.identity, sizeof d->javascript.identity, "%s", ident);
     snprintf(d->project.identity, sizeof d->project.identity, "%s", ident);
     d->javascript.default_timeout_ms = d->project.default_timeout_ms = E2B_DEFAULT_TIMEOUT_MS;
@@ -92,6 +97,37 @@ static int ops_run_project(struct plm_provider *p, const struct plm_run_ctx *ctx
     if (rc == 0 && fix_environment(p, out) < 0)
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
     return rc;
+}
+
+/* Sessions (session.c): thin adapters from the ops table's provider to the provider's state. */
+static void ops_session_env(struct plm_provider *p, struct plm_payload_env *e)
+{
+    e2b_session_env(st(p), e);
+}
+
+static int ops_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
+                            struct plm_session_opened *info, struct plm_err *err)
+{
+    return e2b_session_open(st(p), spec, out, info, err);
+}
+
+static int ops_session_run(struct plm_provider *p, struct plm_session *s, const struct plm_run_ctx *ctx,
+                           const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                           struct plm_err *err)
+{
+    return e2b_session_run(st(p), s, ctx, req, out, ended, err);
+}
+
+static int ops_session_cell(struct plm_provider *p, struct plm_session *s, const struct plm_run_ctx *ctx,
+                            const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                            struct plm_err *err)
+{
+    return e2b_session_run_cell(st(p), s, ctx, req, out, ended, err);
+}
+
+static int ops_session_close(struct plm_provider *p, struct plm_session *s, struct plm_err *err)
+{
+    return e2b_session_close(st(p), s, err);
 }
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
@@ -160,6 +196,11 @@ static const struct plm_provider_ops e2b_ops = {
     .smoke_test = ops_smoke,
     .run_javascript = ops_run_js,
     .run_project = ops_run_project,
+    .session_env = ops_session_env, /* one sandbox per session (session.c); never suspends */
+    .session_open = ops_session_open,
+    .session_run = ops_session_run,
+    .session_run_cell = ops_session_cell,
+    .session_close = ops_session_close,
     .destroy = ops_destroy,
 };
 
