@@ -211,6 +211,8 @@ int e2b_session_run_cell(struct e2b_state *s, struct plm_session *ss, const stru
             check_sandbox(ss, ended);
         return -1;
     }
+    if (r.ended && !r.timed_out && r.exit_code >= 128)
+        check_sandbox(ss, ended); /* killed by a signal: perhaps with its whole sandbox */
     out->kind = PLM_KIND_CELL;
     out->cell = (struct plm_cell_result){.out = r.out, .err = r.err, .exit_code = r.exit_code, .timed_out = r.timed_out,
                                          .out_truncated = r.out_truncated, .err_truncated = r.err_truncated,
