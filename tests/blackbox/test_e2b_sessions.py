@@ -20,7 +20,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import DAEMON, Daemon, WireCase  # noqa: E402
-from test_e2b import API_KEY, E2BCase, instance_of  # noqa: E402
+from test_e2b import API_KEY, E2BCase, free_port, instance_of  # noqa: E402
 from test_sessions import Client, out, session_ended_reason  # noqa: E402
 
 SESSION_ENV = {"SANDBOX_MAX_SESSIONS": "4", "SANDBOX_MAX_SESSIONS_PER_CALLER": "3", "SANDBOX_SESSION_IDLE": "1m",
@@ -355,6 +355,49 @@ class SessionShutdownE2B(WireCase):
             st = dbl.wait_empty(10)
             self.assertEqual(st["live"], [])
             self.assertEqual(st["procs"], 0)
+        finally:
+            dbl.close()
+
+
+class SessionReconcileE2B(WireCase):
+    """The reconcile and session sandboxes: a live session's sandbox is tracked, so the periodic
+    reconcile spares it however old it looks; once no daemon knows it (the daemon was killed), the
+    next daemon of the same instance label deletes it at startup."""
+
+    def test_reconcile_spares_live_sessions_and_reaps_forgotten_ones(self):
+        from test_e2b import Double
+        dbl = Double()
+        try:
+            env = dict(dbl.env(), PLIMSOLL_INSECURE="1", SANDBOX_RATE_PER_MIN="0",
+                       PLIMSOLL_ADDR="127.0.0.1:%d" % free_port(), **SESSION_ENV)
+            d = Daemon(env, timeout=120)
+            try:
+                c = Client(self, d)
+                c.open()
+                c.cell("globalThis.x = 41")
+                [sid] = [s["sandboxID"] for s in dbl.state()["live"]]
+                dbl.faults(age_skew_s=600)  # every sandbox now looks ten minutes old
+                lists = lambda: [r for r in dbl.state()["log"] if r["method"] == "GET" and  # noqa: E731
+                                 r["path"].startswith("/sandboxes?metadata=")]
+                seen = len(lists())
+                deadline = time.monotonic() + 80
+                while len(lists()) == seen and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                self.assertGreater(len(lists()), seen, "no periodic reconcile ran")
+                time.sleep(0.5)
+                self.assertIn(sid, [s["sandboxID"] for s in dbl.state()["live"]])
+                self.assertEqual(out(c.cell("console.log(x + 1)")), "42\n")
+            finally:
+                d.kill()  # no drain, no close: the session's sandbox is forgotten
+                d.proc.wait(30)
+            self.assertIn(sid, [s["sandboxID"] for s in dbl.state()["live"]])
+            d2 = Daemon(env, timeout=120)  # same host, listener and control plane: same label
+            try:
+                self.assertNotIn(sid, [s["sandboxID"] for s in dbl.state()["live"]])
+                self.assertIn(sid, dbl.state()["deleted"])
+            finally:
+                self.assertEqual(d2.stop(), 0)
+            self.assertEqual(dbl.wait_empty(10)["live"], [])
         finally:
             dbl.close()
 
