@@ -1,12 +1,12 @@
-/* cellscan_test.c: the end-of-cell marker scanner (cellscan.h) and the stream parser's sink mode
- * that feeds it: markers found whole and cut at every byte boundary, other nonces and partial
- * markers kept as output, malformed tails refused, the keep limit, bytes after the marker. */
+/* cellscan_test.c: the end-of-cell marker scanner (cellscan.h): markers found whole and cut at
+ * every byte boundary, other nonces and partial markers kept as output, malformed tails refused,
+ * the keep limit, bytes after the marker. The stream parser's sink mode that feeds it is tested
+ * in e2b_test.c. */
 #include <stdio.h>
 #include <string.h>
 
 #include "../../../tests/unit.h"
 #include "cellscan.h"
-#include "stream.h"
 
 #define NONCE "0123456789abcdef0123456789abcdef"
 #define OTHER "ffffffffffffffffffffffffffffffff"
@@ -108,57 +108,11 @@ static void test_keep_limit(void)
     e2b_cellscan_done(&c);
 }
 
-/* The stream parser in sink mode hands decoded output over and has no total budget. */
-struct got {
-    size_t out, err;
-    int64_t pid;
-};
-static void sink(void *ctx, int which, const uint8_t *p, size_t n)
-{
-    (void)p;
-    struct got *g = ctx;
-    *(which ? &g->err : &g->out) += n;
-}
-static void started(void *ctx, int64_t pid)
-{
-    ((struct got *)ctx)->pid = pid;
-}
-static size_t frame(uint8_t *out, uint8_t flags, const char *json)
-{
-    size_t n = strlen(json);
-    out[0] = flags;
-    out[1] = (uint8_t)(n >> 24), out[2] = (uint8_t)(n >> 16), out[3] = (uint8_t)(n >> 8), out[4] = (uint8_t)n;
-    memcpy(out + 5, json, n);
-    return n + 5;
-}
-
-static void test_stream_sink(void)
-{
-    struct e2b_stream s;
-    struct got g = {0, 0, -1};
-    e2b_stream_init(&s, 0);
-    s.sink = sink, s.on_start = started, s.sink_ctx = &g;
-    uint8_t buf[512];
-    size_t n = frame(buf, 0, "{\"event\":{\"start\":{\"pid\":42}}}");
-    CHECK(e2b_stream_feed(&s, buf, n) == 0 && g.pid == 42);
-    n = frame(buf, 0, "{\"event\":{\"data\":{\"stdout\":\"aGVsbG8=\"}}}");
-    CHECK(e2b_stream_feed(&s, buf, n) == 0 && g.out == 5 && s.out.len == 0);
-    n = frame(buf, 0, "{\"event\":{\"data\":{\"stderr\":\"eA==\"}}}");
-    CHECK(e2b_stream_feed(&s, buf, n) == 0 && g.err == 1);
-    s.total = E2B_STREAM_MAX; /* a long session: no total budget in sink mode */
-    n = frame(buf, 0, "{\"event\":{\"keepalive\":{}}}");
-    CHECK(e2b_stream_feed(&s, buf, n) == 0 && !s.over_budget);
-    n = frame(buf, 0, "{\"event\":{\"end\":{\"exitCode\":137,\"status\":\"killed\"}}}");
-    CHECK(e2b_stream_feed(&s, buf, n) == 0 && s.ended && s.exit_code == 137);
-    e2b_stream_done(&s);
-}
-
 int main(void)
 {
     test_whole_and_cut();
     test_stderr_marker();
     test_malformed();
     test_keep_limit();
-    test_stream_sink();
     return unit_done();
 }

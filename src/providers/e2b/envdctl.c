@@ -13,28 +13,6 @@
 #include "../../core/base64.h"
 #include "internal.h"
 
-static struct curl_slist *unary_headers(const struct e2b_sandbox *sb, long timeout_ms)
-{
-    char h1[300], h2[300], h3[64];
-    snprintf(h1, sizeof h1, "X-Access-Token: %s", sb->envd_token);
-    snprintf(h2, sizeof h2, "e2b-traffic-access-token: %s", sb->traffic_token);
-    snprintf(h3, sizeof h3, "Connect-Timeout-Ms: %ld", timeout_ms);
-    const char *lines[] = {"Content-Type: application/json", "Connect-Protocol-Version: 1", h1, h2, h3};
-    struct curl_slist *l = NULL;
-    for (size_t i = 0; i < 5; i++) {
-        struct curl_slist *n = curl_slist_append(l, lines[i]);
-        if (!n) {
-            curl_slist_free_all(l);
-            l = NULL;
-            break;
-        }
-        l = n;
-    }
-    explicit_bzero(h1, sizeof h1);
-    explicit_bzero(h2, sizeof h2);
-    return l;
-}
-
 /* One unary call; 0 when envd answered 200. */
 static int unary(struct e2b_state *s, const struct e2b_sandbox *sb, const char *method, const char *body,
                  size_t blen, long timeout_ms, struct plm_err *err)
@@ -43,7 +21,7 @@ static int unary(struct e2b_state *s, const struct e2b_sandbox *sb, const char *
         return plm_err_set(err, ETIMEDOUT, PLM_E_DEADLINE, PLM_REFUSAL_NONE, "e2b: no time left for %s", method);
     char url[800];
     snprintf(url, sizeof url, "%s/process.Process/%s", sb->envd_base, method);
-    struct curl_slist *hd = unary_headers(sb, timeout_ms);
+    struct curl_slist *hd = e2b_connect_headers(sb, "application/json", timeout_ms);
     if (!hd)
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
     struct e2b_answer a;

@@ -147,8 +147,9 @@ int e2b_process(struct e2b_state *s, const struct e2b_sandbox *sb, const char *c
  * SendInput. malloc'd; NULL out of memory. */
 char *e2b_start_body(const char *cmd, const char *const *args, size_t nargs, const char *cwd,
                      const struct e2b_env *envs, size_t nenvs, bool with_stdin, size_t *len);
-/* Headers of a streaming call: tokens, Connect's JSON streaming codec, Connect-Timeout-Ms. */
-struct curl_slist *e2b_stream_headers(const struct e2b_sandbox *sb, long timeout_ms);
+/* Headers of an envd Connect call: its content type (application/connect+json for a stream,
+ * application/json for a unary call), the protocol version, envd's tokens, Connect-Timeout-Ms. */
+struct curl_slist *e2b_connect_headers(const struct e2b_sandbox *sb, const char *content_type, long timeout_ms);
 
 /* ---- envdctl.c: what sessions add (unary envd calls, liveness) --------------------------------- */
 int e2b_send_input(struct e2b_state *s, const struct e2b_sandbox *sb, int64_t pid, const uint8_t *data, size_t len,

@@ -89,7 +89,7 @@ static void *reader(void *arg)
     st.on_start = on_start;
     st.sink_ctx = it;
     CURL *h = e2b_curl(it->s, it->stream_ms);
-    struct curl_slist *hd = e2b_stream_headers(&it->sb, it->stream_ms);
+    struct curl_slist *hd = e2b_connect_headers(&it->sb, "application/connect+json", it->stream_ms);
     char url[800];
     snprintf(url, sizeof url, "%s/process.Process/Start", it->sb.envd_base);
     CURLcode rc = CURLE_OUT_OF_MEMORY;

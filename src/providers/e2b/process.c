@@ -58,14 +58,16 @@ char *e2b_start_body(const char *cmd, const char *const *args, size_t nargs, con
     return env;
 }
 
-struct curl_slist *e2b_stream_headers(const struct e2b_sandbox *sb, long timeout_ms)
+struct curl_slist *e2b_connect_headers(const struct e2b_sandbox *sb, const char *content_type, long timeout_ms)
 {
     char h1[300], h2[300], h3[64];
     snprintf(h1, sizeof h1, "X-Access-Token: %s", sb->envd_token);
     snprintf(h2, sizeof h2, "e2b-traffic-access-token: %s", sb->traffic_token);
     snprintf(h3, sizeof h3, "Connect-Timeout-Ms: %ld", timeout_ms);
     struct curl_slist *hd = NULL;
-    const char *lines[] = {"Content-Type: application/connect+json", "Connect-Protocol-Version: 1", h1, h2, h3};
+    char h0[80];
+    snprintf(h0, sizeof h0, "Content-Type: %s", content_type);
+    const char *lines[] = {h0, "Connect-Protocol-Version: 1", h1, h2, h3};
     for (size_t i = 0; i < 5; i++) {
         struct curl_slist *n = curl_slist_append(hd, lines[i]);
         if (!n) {
@@ -95,7 +97,8 @@ int e2b_process(struct e2b_state *s, const struct e2b_sandbox *sb, const char *c
     size_t blen = 0;
     char *body = e2b_start_body(cmd, args, nargs, cwd, envs, nenvs, false, &blen);
     CURL *h = e2b_curl(s, left);
-    struct curl_slist *hd = e2b_stream_headers(sb, left); /* (spec) the remaining time, >= 1 */
+    /* (spec) the remaining time, >= 1 */
+    struct curl_slist *hd = e2b_connect_headers(sb, "application/connect+json", left);
     if (!body || !h || !hd) {
         free(body);
         curl_slist_free_all(hd);

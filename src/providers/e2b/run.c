@@ -190,13 +190,24 @@ static int snippet_result(struct e2b_state *s, struct e2b_proc_result *pr, struc
     return 0;
 }
 
-int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
-                    struct plm_result *out, struct plm_err *err)
+/* What every run does first: the gate, then the time budget and its deadline. */
+static int run_begin(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                     uint32_t *budget, int64_t *deadline, struct plm_err *err)
 {
     if (e2b_gate(s, ctx, req, err) < 0)
         return -1;
-    uint32_t budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
-    int64_t deadline = e2b_mono_ms() + budget;
+    *budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
+    *deadline = e2b_mono_ms() + *budget;
+    return 0;
+}
+
+int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                    struct plm_result *out, struct plm_err *err)
+{
+    uint32_t budget;
+    int64_t deadline;
+    if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
+        return -1;
     const struct plm_host_api *api = ctx->host_api;
     char *text = e2b_snippet_text(s->guard_url, api ? api->client_js : NULL, req->js.code);
     if (!text)
@@ -216,11 +227,12 @@ int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
 int e2b_snippet_in(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_run_ctx *ctx,
                    const struct plm_request *req, const char *cwd, struct plm_result *out, struct plm_err *err)
 {
-    if (e2b_gate(s, ctx, req, err) < 0)
+    uint32_t budget;
+    int64_t deadline;
+    if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
-    uint32_t budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
     struct e2b_proc_result pr = {0};
-    if (snippet_in_vm(s, sb, NULL, req->js.code, e2b_mono_ms() + budget, cwd, &pr, err) < 0)
+    if (snippet_in_vm(s, sb, NULL, req->js.code, deadline, cwd, &pr, err) < 0)
         return plm_err_wrap(err, "snippet");
     return snippet_result(s, &pr, out, err);
 }
@@ -396,10 +408,10 @@ static int bad_path(struct e2b_state *s, const struct plm_request *req, struct p
 int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
                     struct plm_result *out, struct plm_err *err)
 {
-    if (e2b_gate(s, ctx, req, err) < 0)
+    uint32_t budget;
+    int64_t deadline;
+    if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
-    uint32_t budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
-    int64_t deadline = e2b_mono_ms() + budget;
     const struct plm_host_api *api = ctx->host_api;
     int bp = bad_path(s, req, out);
     if (bp != 0)
@@ -418,14 +430,15 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
 int e2b_project_in(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_run_ctx *ctx,
                    const struct plm_request *req, struct plm_result *out, struct plm_err *err)
 {
-    if (e2b_gate(s, ctx, req, err) < 0)
+    uint32_t budget;
+    int64_t deadline;
+    if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
-    uint32_t budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
     int bp = bad_path(s, req, out);
     if (bp != 0)
         return bp < 0 ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory") : 0;
     bool timed_out = false;
-    if (project_in_vm(s, sb, NULL, req, e2b_mono_ms() + budget, &out->project, &timed_out, err) < 0)
+    if (project_in_vm(s, sb, NULL, req, deadline, &out->project, &timed_out, err) < 0)
         return plm_err_wrap(err, "project");
     return project_result(s, timed_out, out, err);
 }
