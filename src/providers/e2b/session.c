@@ -146,12 +146,14 @@ out:
     return rc;
 }
 
+/* The result's sandbox, tier and identity (run.c's, when a snippet or project already set them),
+ * with the environment Describe states (the endpoint included when it is not E2B's). */
 static int fill_identity(struct e2b_state *s, struct plm_result *out, struct plm_err *err)
 {
-    if (e2b_result_identity(s, out) == 0) {
-        free(out->environment);
+    if (out->sandbox || e2b_result_identity(s, out) == 0) {
         char ident[160];
         e2b_identity(s, ident, sizeof ident);
+        free(out->environment);
         if ((out->environment = strdup(ident)))
             return 0;
     }
