@@ -291,6 +291,39 @@ class SessionsE2B(E2BSessionCase):
         self.assertEqual(json.loads(data)["ended"], "SESSION_END_MAIN_PROCESS_ENDED")
         self.assertClean()
 
+    def test_a_failed_file_write_refuses_or_ends_by_what_the_read_back_says(self):
+        c = Client(self, self.d)
+        c.open()
+        c.cell("globalThis.k = 1")
+        req = {"protocol": 3, "sessionId": c.id,
+               "cell": {"language": "javascript", "code": "k", "files": [{"path": "a.txt", "content": "a"}]}}
+        # envd fails, the sandbox reads back fine: refused, the code not run, the chain untouched
+        self.dbl.faults(files_500=True)
+        body = self.assertRefused(self.d.call("SessionRun", req), "invalid_argument", "request")
+        self.assertIn("file 1", body["message"])
+        self.dbl.faults(files_500=False)
+        r = c.cell("console.log(k)")
+        self.assertEqual(out(r), "1\n")
+        self.assertFalse(cell(r).get("interpreterStarted", False))  # the interpreter was untouched
+        # envd fails and the sandbox cannot be read back: no clean sandbox, BOUNDARY_FAILED
+        self.dbl.faults(files_500=True, get_500=True)
+        st, _, data, _ = self.d.call("SessionRun", req)
+        self.dbl.faults()
+        body = json.loads(data)
+        self.assertEqual(body["code"], "unavailable", body)
+        types = [x["type"] for x in body["details"]]
+        self.assertIn("plimsoll.v1.UnansweredCall", types)
+        ended = [x for x in body["details"] if x["type"] == "plimsoll.v1.SessionEnded"]
+        self.assertEqual(session_ended_reason(ended[0]["value"]), 5)  # BOUNDARY_FAILED
+        st, _, data, _ = self.d.call("CloseSession", {"protocol": 3, "sessionId": c.id})
+        summary = json.loads(data)
+        self.assertEqual(summary["ended"], "SESSION_END_BOUNDARY_FAILED")
+        self.assertEqual(int(summary["calls"]), 3)
+        self.assertClean()
+        # a closed session is a miss
+        st, _, data, _ = self.d.call("SessionRun", dict(req, cell={"language": "javascript", "code": "1"}))
+        self.assertEqual(json.loads(data)["code"], "not_found")
+
     def test_refusals(self):
         c = Client(self, self.d)
         c.open()

@@ -20,7 +20,8 @@ until killed. Control endpoints (no authentication, loopback only):
   POST /_double/faults  JSON {name: value}: create_5xx (count), create_no_id, missing_envd_token,
         missing_traffic_token, cut_stream, trailer_error, slow_stream (seconds between frames),
         delete_fail (count), delete_404, age_skew_s (listed startedAt moved back), oversized_stream, oversized_frame, memory_mb, cpu_count,
-        disk_size_mb (null removes the field), files_500; {} resets them all
+        disk_size_mb (null removes the field), files_500, get_500 (GET /sandboxes/{id} answers 500);
+        {} resets them all
   GET  /_double/state   JSON: live sandboxes, running processes, deleted ids, create bodies, signals
         sent through SendSignal, request log (headers)
   POST /_double/plant   JSON {metadata, age_s}: a sandbox that nobody tracks (an orphan)
@@ -237,6 +238,8 @@ def make_handler(st):
                 with st.lock:
                     sb = st.sandboxes.get(rest[0])
                 if self.command == "GET":
+                    if st.fault("get_500"):
+                        return self.reply(500, {"code": 500, "message": "internal error"})
                     if not sb:
                         return self.reply(404, {"code": 404, "message": "sandbox not found"})
                     d = sb.listed()
@@ -270,6 +273,7 @@ def make_handler(st):
                 return self.reply(401, {"code": 401, "message": "unauthorized"})
             if rest == ["files"]:
                 if st.fault("files_500"):
+                    self.body()  # consumed, so the kept-alive connection stays in step
                     return self.reply(500, {"code": 500, "message": "files broken"})
                 return self.files(sb, q)
             if rest == ["process.Process", "Start"] and self.command == "POST":

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../core/limits.h"
 #include "interp.h"
@@ -91,6 +92,12 @@ int e2b_session_open(struct e2b_state *s, const struct plm_session_spec *spec, s
 static void check_sandbox(struct plm_session *ss, enum plm_session_end *ended)
 {
     int alive = e2b_sandbox_alive(ss->s, &ss->sb);
+    if (alive < 0) { /* one transport blip must not end a session: asked once more */
+        nanosleep(&(struct timespec){0, 500 * 1000 * 1000}, NULL);
+        alive = e2b_sandbox_alive(ss->s, &ss->sb);
+    }
+    e2b_log(alive == 1 ? "info" : "warning", "e2b_session_read_back", "\"sandbox\":\"%s\",\"state\":\"%s\"",
+            ss->sb.id, alive == 1 ? "running" : alive == 0 ? "gone" : "unreadable");
     if (alive == 0)
         *ended = PLM_END_MAIN_PROCESS_ENDED;
     else if (alive < 0)
