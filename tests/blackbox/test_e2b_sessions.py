@@ -124,6 +124,10 @@ class SessionsE2B(E2BSessionCase):
         self.assertEqual(cell(r)["exitCode"], 1)
         self.assertIn("ValueError: boom", out(r, "stderr"))
         self.assertEqual(out(c.cell("print(n)", language="python")), "7\n")
+        r = c.cell("def broken(:", language="python")  # a syntax error names the cell, not the kernel
+        self.assertEqual(cell(r)["exitCode"], 1)
+        self.assertIn("SyntaxError", out(r, "stderr"))
+        self.assertNotIn("ast.py", out(r, "stderr"))
         r = c.cell("import asyncio\nawait asyncio.sleep(0)\nprint('awaited')", language="python")
         self.assertEqual(out(r), "awaited\n", out(r, "stderr"))
         # the two languages have separate interpreters in one sandbox, sharing its files

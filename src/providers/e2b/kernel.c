@@ -100,7 +100,8 @@ const char e2b_kernel_py[] =
     "            raise\n"
     "        except BaseException:\n"
     "            et, ev, tb = sys.exc_info()\n"
-    "            traceback.print_exception(et, ev, tb.tb_next if tb else None)\n"
+    "            skip = issubclass(et, SyntaxError) or tb is None\n"
+    "            traceback.print_exception(et, ev, None if skip else tb.tb_next)\n"
     "            st = 1\n"
     "        mark(head[0], st)\n"
     "_plimsoll_kernel()\n";
