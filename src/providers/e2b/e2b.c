@@ -99,37 +99,6 @@ static int ops_run_project(struct plm_provider *p, const struct plm_run_ctx *ctx
     return rc;
 }
 
-/* Sessions (session.c): thin adapters from the ops table's provider to the provider's state. */
-static void ops_session_env(struct plm_provider *p, struct plm_payload_env *e)
-{
-    e2b_session_env(st(p), e);
-}
-
-static int ops_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
-                            struct plm_session_opened *info, struct plm_err *err)
-{
-    return e2b_session_open(st(p), spec, out, info, err);
-}
-
-static int ops_session_run(struct plm_provider *p, struct plm_session *s, const struct plm_run_ctx *ctx,
-                           const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
-                           struct plm_err *err)
-{
-    return e2b_session_run(st(p), s, ctx, req, out, ended, err);
-}
-
-static int ops_session_cell(struct plm_provider *p, struct plm_session *s, const struct plm_run_ctx *ctx,
-                            const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
-                            struct plm_err *err)
-{
-    return e2b_session_run_cell(st(p), s, ctx, req, out, ended, err);
-}
-
-static int ops_session_close(struct plm_provider *p, struct plm_session *s, struct plm_err *err)
-{
-    return e2b_session_close(st(p), s, err);
-}
-
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
 {
     (void)h, (void)access;
@@ -196,11 +165,11 @@ static const struct plm_provider_ops e2b_ops = {
     .smoke_test = ops_smoke,
     .run_javascript = ops_run_js,
     .run_project = ops_run_project,
-    .session_env = ops_session_env, /* one sandbox per session (session.c); never suspends */
-    .session_open = ops_session_open,
-    .session_run = ops_session_run,
-    .session_run_cell = ops_session_cell,
-    .session_close = ops_session_close,
+    .session_env = e2b_ops_session_env, /* one sandbox per session (session.c); never suspends */
+    .session_open = e2b_ops_session_open,
+    .session_run = e2b_ops_session_run,
+    .session_run_cell = e2b_ops_session_cell,
+    .session_close = e2b_ops_session_close,
     .destroy = ops_destroy,
 };
 

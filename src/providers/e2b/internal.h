@@ -196,17 +196,17 @@ int e2b_project_in(struct e2b_state *s, const struct e2b_sandbox *sb, const stru
  * when it is not E2B's default). */
 void e2b_identity(struct e2b_state *s, char *out, size_t cap);
 
-/* ---- session.c: sessions (one sandbox each) ------------------------------------------------- */
-void e2b_session_env(struct e2b_state *s, struct plm_payload_env *e);
-int e2b_session_open(struct e2b_state *s, const struct plm_session_spec *spec, struct plm_session **out,
-                     struct plm_session_opened *info, struct plm_err *err);
-int e2b_session_run(struct e2b_state *s, struct plm_session *ss, const struct plm_run_ctx *ctx,
-                    const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
-                    struct plm_err *err);
-int e2b_session_run_cell(struct e2b_state *s, struct plm_session *ss, const struct plm_run_ctx *ctx,
+/* ---- session.c: sessions (one sandbox each), the ops table's session entries ------------------ */
+void e2b_ops_session_env(struct plm_provider *p, struct plm_payload_env *e);
+int e2b_ops_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
+                         struct plm_session_opened *info, struct plm_err *err);
+int e2b_ops_session_run(struct plm_provider *p, struct plm_session *ss, const struct plm_run_ctx *ctx,
+                        const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                        struct plm_err *err);
+int e2b_ops_session_cell(struct plm_provider *p, struct plm_session *ss, const struct plm_run_ctx *ctx,
                          const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
                          struct plm_err *err);
-int e2b_session_close(struct e2b_state *s, struct plm_session *ss, struct plm_err *err);
+int e2b_ops_session_close(struct plm_provider *p, struct plm_session *ss, struct plm_err *err);
 
 /* ---- util ---------------------------------------------------------------------------------- */
 int64_t e2b_mono_ms(void);

@@ -33,8 +33,9 @@ static int lang_index(const char *lang)
     return !strcmp(lang, "javascript") ? 0 : !strcmp(lang, "python") ? 1 : -1;
 }
 
-void e2b_session_env(struct e2b_state *s, struct plm_payload_env *e)
+void e2b_ops_session_env(struct plm_provider *p, struct plm_payload_env *e)
 {
+    struct e2b_state *s = p->state;
     memset(e, 0, sizeof *e);
     e2b_identity(s, e->identity, sizeof e->identity);
     e->default_timeout_ms = E2B_DEFAULT_TIMEOUT_MS;
@@ -43,9 +44,10 @@ void e2b_session_env(struct e2b_state *s, struct plm_payload_env *e)
     e->languages[1] = atomic_load(&s->python3) ? "python" : NULL;
 }
 
-int e2b_session_open(struct e2b_state *s, const struct plm_session_spec *spec, struct plm_session **out,
-                     struct plm_session_opened *info, struct plm_err *err)
+int e2b_ops_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
+                         struct plm_session_opened *info, struct plm_err *err)
 {
+    struct e2b_state *s = p->state;
     *out = NULL;
     enum plm_tier tier = atomic_load(&s->proven) ? PLM_TIER_VM : PLM_TIER_NONE;
     if (tier_check_floor(tier, spec->floor, err) < 0)
@@ -168,10 +170,11 @@ static int fill_identity(struct e2b_state *s, struct plm_result *out, struct plm
     return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the call");
 }
 
-int e2b_session_run_cell(struct e2b_state *s, struct plm_session *ss, const struct plm_run_ctx *ctx,
+int e2b_ops_session_cell(struct plm_provider *p, struct plm_session *ss, const struct plm_run_ctx *ctx,
                          const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
                          struct plm_err *err)
 {
+    struct e2b_state *s = p->state;
     enum plm_tier tier = atomic_load(&s->proven) ? PLM_TIER_VM : PLM_TIER_NONE;
     if (tier_check_floor(tier, ctx->floor, err) < 0)
         return -1;
@@ -230,10 +233,11 @@ int e2b_session_run_cell(struct e2b_state *s, struct plm_session *ss, const stru
     return fill_identity(s, out, err);
 }
 
-int e2b_session_run(struct e2b_state *s, struct plm_session *ss, const struct plm_run_ctx *ctx,
-                    const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
-                    struct plm_err *err)
+int e2b_ops_session_run(struct plm_provider *p, struct plm_session *ss, const struct plm_run_ctx *ctx,
+                        const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                        struct plm_err *err)
 {
+    struct e2b_state *s = p->state;
     if (ctx->host_api)
         return plm_refuse(err, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, "e2b: sessions take no grants");
     int rc = req->kind == PLM_KIND_PROJECT ? e2b_project_in(s, &ss->sb, ctx, req, out, err)
@@ -246,8 +250,9 @@ int e2b_session_run(struct e2b_state *s, struct plm_session *ss, const struct pl
     return fill_identity(s, out, err) < 0 ? -1 : 0;
 }
 
-int e2b_session_close(struct e2b_state *s, struct plm_session *ss, struct plm_err *err)
+int e2b_ops_session_close(struct plm_provider *p, struct plm_session *ss, struct plm_err *err)
 {
+    struct e2b_state *s = p->state;
     if (!ss)
         return 0;
     for (int i = 0; i < 2; i++)
