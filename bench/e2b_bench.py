@@ -6,6 +6,10 @@ never asserts a time.
   per snippet   the Run's wall time at the client minus the sum of the double's own handling
                 times of the requests that run made (create, files, process stream, delete): the
                 daemon's work (JSON, libcurl, parsing, records) plus loopback HTTP hops
+  per cell      a JavaScript cell on an open session (one SendInput, the interpreter's stream)
+                against a fresh Run of the same code (create, files, stream, delete), both wall
+                time at the client against the double, and the daemon's part of the cell (wall
+                minus the double's own handling of the cell's requests)
   per host call N sequential POSTs to the guard listener with a live run's guard token (what
                 E2B's egress proxy sends), minus N sequential GETs straight to the same upstream
                 (fresh connection each, both): the guard's parse, token lookup and the broker
@@ -61,6 +65,39 @@ def per_snippet():
         print(json.dumps({"bench": "e2b_snippet_added_ms", "runs": RUNS, "added_p50_ms": pct(added, 0.5),
                           "added_p90_ms": pct(added, 0.9), "wall_p50_ms": pct(wall, 0.5),
                           "double_own_p50_ms": pct(own, 0.5), "goal_p50_ms": 5}))
+    finally:
+        dbl.close()
+
+
+def per_cell():
+    dbl = Double()
+    try:
+        env = dict(dbl.env(), PLIMSOLL_INSECURE="1", SANDBOX_RATE_PER_MIN="0", PLIMSOLL_METRICS_ADDR="off",
+                   SANDBOX_MAX_SESSIONS="2")
+        with Daemon(env, timeout=120) as d:
+            st, _, data, _ = d.call("OpenSession", {"protocol": 3})
+            sid = json.loads(data)["sessionId"]
+            cell, added, run = [], [], []
+            for i in range(RUNS + 3):
+                dbl.reset()
+                t0 = time.perf_counter()
+                st, _, data, _ = d.call("SessionRun", {"protocol": 3, "sessionId": sid,
+                                                       "cell": {"language": "javascript", "code": "console.log(1)"}})
+                w = (time.perf_counter() - t0) * 1000.0
+                if st != 200:
+                    raise SystemExit("bench: cell failed: %s" % data[:200])
+                o = sum(r.get("dur_ms", 0.0) for r in dbl.state()["log"] if not r["path"].startswith("/_double"))
+                t0 = time.perf_counter()
+                st, _, data, _ = d.call("Run", js("console.log(1)"))
+                r = (time.perf_counter() - t0) * 1000.0
+                if st != 200:
+                    raise SystemExit("bench: run failed: %s" % data[:200])
+                if i >= 3:  # warm-up (the first cell starts the interpreter)
+                    cell.append(w), added.append(w - o), run.append(r)
+            d.call("CloseSession", {"protocol": 3, "sessionId": sid})
+        print(json.dumps({"bench": "e2b_session_cell_ms", "cells": RUNS, "cell_p50_ms": pct(cell, 0.5),
+                          "cell_p90_ms": pct(cell, 0.9), "fresh_run_p50_ms": pct(run, 0.5),
+                          "cell_added_p50_ms": pct(added, 0.5)}))
     finally:
         dbl.close()
 
@@ -139,4 +176,5 @@ def per_host_call():
 
 if __name__ == "__main__":
     per_snippet()
+    per_cell()
     per_host_call()

@@ -25,6 +25,7 @@ duration    fuzz_session_duration
 mcp         fuzz_mcp
 posture     fuzz_docker_posture
 microvm     fuzz_microvm_frames
+e2b_cellscan fuzz_e2b_cellscan
 '
 
 if [ ! -f build-fuzz/build.ninja ]; then

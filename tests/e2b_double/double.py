@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A loopback double of the E2B API: the control plane (POST/GET/DELETE /sandboxes, the list with a
-metadata filter) and each sandbox's envd (POST/GET /files, Connect server-streaming
-process.Process/Start with JSON envelopes), as E2B documents them. It really runs what it is asked
+metadata filter, POST /sandboxes/{id}/timeout) and each sandbox's envd (POST/GET /files, Connect
+server-streaming process.Process/Start with JSON envelopes, stdin kept open when the request says
+"stdin": true, and the unary Connect calls process.Process/SendInput and SendSignal with the JSON
+codec), as E2B documents them. It really runs what it is asked
 to run: each sandbox is a scratch directory, and each process runs with the local `node`/`sh` in a
 private mount namespace (unshare -Urm) in which the scratch directories appear at the guest paths
 /home/user and /tmp. A sandbox without allowOut also gets a private network namespace (unshare -n):
@@ -18,8 +20,10 @@ until killed. Control endpoints (no authentication, loopback only):
   POST /_double/faults  JSON {name: value}: create_5xx (count), create_no_id, missing_envd_token,
         missing_traffic_token, cut_stream, trailer_error, slow_stream (seconds between frames),
         delete_fail (count), delete_404, age_skew_s (listed startedAt moved back), oversized_stream, oversized_frame, memory_mb, cpu_count,
-        disk_size_mb (null removes the field), files_500; {} resets them all
-  GET  /_double/state   JSON: live sandboxes, deleted ids, create bodies, request log (headers)
+        disk_size_mb (null removes the field), files_500, get_500 (GET /sandboxes/{id} answers 500);
+        {} resets them all
+  GET  /_double/state   JSON: live sandboxes, running processes, deleted ids, create bodies, signals
+        sent through SendSignal, request log (headers)
   POST /_double/plant   JSON {metadata, age_s}: a sandbox that nobody tracks (an orphan)
   POST /_double/reset   clears the logs and faults
 """
@@ -53,6 +57,7 @@ class State:
         self.sandboxes = {}
         self.deleted = []
         self.creates = []
+        self.signals = []
         self.log = []
         self.faults = {}
         self.root = tempfile.mkdtemp(prefix="e2b-double-")
@@ -86,6 +91,7 @@ class Sandbox:
         for sub in ("home/user/project", "tmp"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         self.procs = []
+        self.gone = False
         self.lock = threading.Lock()
 
     def host_path(self, guest):
@@ -102,6 +108,7 @@ class Sandbox:
 
     def kill(self):
         with self.lock:
+            self.gone = True  # its streams end without an end event, as a deleted VM's do
             procs, self.procs = self.procs, []
         for p in procs:
             try:
@@ -216,10 +223,23 @@ def make_handler(st):
                     live = [sb.listed(st.faults.get("age_skew_s", 0)) for sb in st.sandboxes.values()
                             if all(sb.metadata.get(k) == v for k, v in want.items())]
                 return self.reply(200, live)
+            if len(rest) == 2 and rest[1] == "timeout" and self.command == "POST":
+                with st.lock:
+                    sb = st.sandboxes.get(rest[0])
+                try:
+                    secs = int(json.loads(self.body() or b"{}").get("timeout"))
+                except (ValueError, TypeError, AttributeError):
+                    return self.reply(400, {"code": 400, "message": "timeout must be an integer"})
+                if not sb:
+                    return self.reply(404, {"code": 404, "message": "sandbox not found"})
+                sb.end_at = time.time() + secs
+                return self.reply(204)
             if len(rest) == 1:
                 with st.lock:
                     sb = st.sandboxes.get(rest[0])
                 if self.command == "GET":
+                    if st.fault("get_500"):
+                        return self.reply(500, {"code": 500, "message": "internal error"})
                     if not sb:
                         return self.reply(404, {"code": 404, "message": "sandbox not found"})
                     d = sb.listed()
@@ -253,10 +273,14 @@ def make_handler(st):
                 return self.reply(401, {"code": 401, "message": "unauthorized"})
             if rest == ["files"]:
                 if st.fault("files_500"):
+                    self.body()  # consumed, so the kept-alive connection stays in step
                     return self.reply(500, {"code": 500, "message": "files broken"})
                 return self.files(sb, q)
             if rest == ["process.Process", "Start"] and self.command == "POST":
                 return self.start(sb)
+            if rest in (["process.Process", "SendInput"], ["process.Process", "SendSignal"]) and \
+                    self.command == "POST":
+                return self.unary(sb, rest[1])
             return self.reply(404, {"code": 404, "message": "not found"})
 
         def files(self, sb, q):
@@ -292,6 +316,45 @@ def make_handler(st):
                 written.append({"name": os.path.basename(target), "type": "file", "path": target})
             return self.reply(200, written)
 
+        def unary(self, sb, method):
+            # Connect unary, JSON codec: 200 {} or an error status with {code, message}
+            if not self.headers.get("Content-Type", "").startswith("application/json"):
+                return self.reply(415, {"code": "invalid_argument", "message": "content type"})
+            try:
+                req = json.loads(self.body() or b"{}")
+                pid = int((req.get("process") or {}).get("pid"))
+            except (ValueError, TypeError, AttributeError):
+                return self.reply(400, {"code": "invalid_argument", "message": "bad request"})
+            with sb.lock:
+                p = next((q for q in sb.procs if q.pid == pid and q.poll() is None), None)
+            if p is None:
+                return self.reply(404, {"code": "not_found", "message": "process with pid %d not found" % pid})
+            if method == "SendInput":
+                try:
+                    data = base64.b64decode((req.get("input") or {}).get("stdin") or "", validate=True)
+                except ValueError:
+                    return self.reply(400, {"code": "invalid_argument", "message": "stdin is not base64"})
+                if p.stdin is None:
+                    return self.reply(400, {"code": "failed_precondition", "message": "stdin is not open"})
+                try:
+                    p.stdin.write(data)
+                    p.stdin.flush()
+                except (BrokenPipeError, ValueError):
+                    return self.reply(404, {"code": "not_found", "message": "process exited"})
+                return self.reply(200, {})
+            sig = req.get("signal")
+            num = {"SIGNAL_SIGKILL": signal.SIGKILL, 9: signal.SIGKILL,
+                   "SIGNAL_SIGTERM": signal.SIGTERM, 15: signal.SIGTERM}.get(sig)
+            if num is None:
+                return self.reply(400, {"code": "invalid_argument", "message": "unknown signal"})
+            with st.lock:
+                st.signals.append({"sandbox": sb.id, "pid": pid, "signal": sig})
+            try:
+                os.killpg(p.pid, num)
+            except OSError:
+                pass
+            return self.reply(200, {})
+
         def start(self, sb):
             if self.headers.get("Content-Type") != "application/connect+json":
                 return self.reply(415, {"code": "invalid_argument", "message": "content type"})
@@ -320,7 +383,7 @@ def make_handler(st):
                 if st.fault("oversized_frame"):
                     send(struct.pack(">BI", 0, 9 * 1024 * 1024) + b"{" * 65536)
                     return finish()
-                p = spawn(st, sb, proc)
+                p = spawn(st, sb, proc, bool(req.get("stdin")))
                 send(envelope(0, {"event": {"start": {"pid": p.pid}}}))
                 self.pump(sb, p, send, deadline)
                 finish()
@@ -369,10 +432,15 @@ def make_handler(st):
                 if done:
                     break
             rc = p.wait()
+            if p.stdin:
+                try:
+                    p.stdin.close()
+                except OSError:
+                    pass
             with sb.lock:
                 if p in sb.procs:
                     sb.procs.remove(p)
-            if st.fault("cut_stream"):
+            if st.fault("cut_stream") or sb.gone:
                 return
             if st.fault("trailer_error"):
                 send(envelope(FRAME_END, {"error": {"code": "internal", "message": "envd exploded"}}))
@@ -416,13 +484,14 @@ def make_handler(st):
                 return self.reply(200, {"faults": st.faults})
             if rest == ["reset"]:
                 with st.lock:
-                    st.faults, st.log, st.creates, st.deleted = {}, [], [], []
+                    st.faults, st.log, st.creates, st.deleted, st.signals = {}, [], [], [], []
                 return self.reply(200, {})
             if rest == ["state"]:
                 with st.lock:
                     out = {"live": [sb.listed() for sb in st.sandboxes.values()],
                            "procs": sum(len(sb.procs) for sb in st.sandboxes.values()),
-                           "deleted": list(st.deleted), "creates": list(st.creates), "log": list(st.log)}
+                           "deleted": list(st.deleted), "creates": list(st.creates), "log": list(st.log),
+                           "signals": list(st.signals)}
                 return self.reply(200, out)
             if rest == ["plant"] and self.command == "POST":
                 f = json.loads(self.body() or b"{}")
@@ -466,7 +535,7 @@ def guest_path_env(v):
     return v
 
 
-def spawn(st, sb, proc):
+def spawn(st, sb, proc, with_stdin=False):
     cmd = [proc.get("cmd", "")] + list(proc.get("args") or [])
     cwd = proc.get("cwd") or "/home/user"
     envs = dict(proc.get("envs") or {})
@@ -483,7 +552,8 @@ def spawn(st, sb, proc):
               'mount --bind "$1/tmp" /tmp && cd "$2" && shift 2 && exec "$@"')
     flags = "-Urm" + ("n" if isolated else "")
     argv = ["unshare", flags, "sh", "-c", script, "sh", sb.dir, cwd] + cmd
-    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, start_new_session=True)
     with sb.lock:
         sb.procs.append(p)

@@ -23,6 +23,16 @@ static enum plm_tier ops_tier(struct plm_provider *p)
     return atomic_load(&st(p)->proven) ? PLM_TIER_VM : PLM_TIER_NONE;
 }
 
+void e2b_identity(struct e2b_state *s, char *out, size_t cap)
+{
+    /* A non-default endpoint is part of the environment, so a record made against a double or a
+     * private deployment says so. */
+    if (s->endpoints_default)
+        snprintf(out, cap, "e2b-template:%.100s", s->template_id);
+    else
+        snprintf(out, cap, "e2b-template:%.40s api=%.100s", s->template_id, s->api_base);
+}
+
 static void ops_describe(struct plm_provider *p, struct plm_describe *d)
 {
     struct e2b_state *s = st(p);
@@ -32,13 +42,8 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     d->tier = proven ? PLM_TIER_VM : PLM_TIER_NONE;
     d->supports_project = true;
     d->supports_javascript_grants = d->supports_project_grants = proven && s->guard != NULL;
-    /* A non-default endpoint is part of the environment, so a record made against a double or a
-     * private deployment says so. */
     char ident[160];
-    if (s->endpoints_default)
-        snprintf(ident, sizeof ident, "e2b-template:%.100s", s->template_id);
-    else
-        snprintf(ident, sizeof ident, "e2b-template:%.40s api=%.100s", s->template_id, s->api_base);
+    e2b_identity(s, ident, sizeof ident);
     snprintf(d->javascript.identity, sizeof d->javascript.identity, "%s", ident);
     snprintf(d->project.identity, sizeof d->project.identity, "%s", ident);
     d->javascript.default_timeout_ms = d->project.default_timeout_ms = E2B_DEFAULT_TIMEOUT_MS;
@@ -160,6 +165,11 @@ static const struct plm_provider_ops e2b_ops = {
     .smoke_test = ops_smoke,
     .run_javascript = ops_run_js,
     .run_project = ops_run_project,
+    .session_env = e2b_ops_session_env, /* one sandbox per session (session.c); never suspends */
+    .session_open = e2b_ops_session_open,
+    .session_run = e2b_ops_session_run,
+    .session_run_cell = e2b_ops_session_cell,
+    .session_close = e2b_ops_session_close,
     .destroy = ops_destroy,
 };
 

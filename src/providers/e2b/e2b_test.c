@@ -350,9 +350,46 @@ static void test_guard_capacity(void)
     e2b_guard_stop(g);
 }
 
+/* The stream parser in sink mode hands decoded output over and has no total budget. */
+struct got {
+    size_t out, err;
+    int64_t pid;
+};
+static void sink(void *ctx, int which, const uint8_t *p, size_t n)
+{
+    (void)p;
+    struct got *g = ctx;
+    *(which ? &g->err : &g->out) += n;
+}
+static void started(void *ctx, int64_t pid)
+{
+    ((struct got *)ctx)->pid = pid;
+}
+static void test_stream_sink(void)
+{
+    struct e2b_stream s;
+    struct got g = {0, 0, -1};
+    e2b_stream_init(&s, 0);
+    s.sink = sink, s.on_start = started, s.sink_ctx = &g;
+    uint8_t buf[512];
+    size_t n = env_frame(buf, 0, "{\"event\":{\"start\":{\"pid\":42}}}");
+    CHECK(e2b_stream_feed(&s, buf, n) == 0 && g.pid == 42);
+    n = env_frame(buf, 0, "{\"event\":{\"data\":{\"stdout\":\"aGVsbG8=\"}}}");
+    CHECK(e2b_stream_feed(&s, buf, n) == 0 && g.out == 5 && s.out.len == 0);
+    n = env_frame(buf, 0, "{\"event\":{\"data\":{\"stderr\":\"eA==\"}}}");
+    CHECK(e2b_stream_feed(&s, buf, n) == 0 && g.err == 1);
+    s.total = E2B_STREAM_MAX; /* a long session: no total budget in sink mode */
+    n = env_frame(buf, 0, "{\"event\":{\"keepalive\":{}}}");
+    CHECK(e2b_stream_feed(&s, buf, n) == 0 && !s.over_budget);
+    n = env_frame(buf, 0, "{\"event\":{\"end\":{\"exitCode\":137,\"status\":\"killed\"}}}");
+    CHECK(e2b_stream_feed(&s, buf, n) == 0 && s.ended && s.exit_code == 137);
+    e2b_stream_done(&s);
+}
+
 int main(void)
 {
     test_stream();
+    test_stream_sink();
     test_guard_parse();
     test_urls();
     test_paths();

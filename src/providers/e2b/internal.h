@@ -53,6 +53,8 @@ struct e2b_state {
     pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
 
     atomic_bool proven;
+    atomic_bool python3; /* the template runs python3 (the startup proof saw it): python cells */
+    char python_version[32];
     struct plm_evidence card;
     char kernel[128], envd_version[64];
 
@@ -141,6 +143,23 @@ int e2b_process(struct e2b_state *s, const struct e2b_sandbox *sb, const char *c
                 size_t nargs, const char *cwd, const struct e2b_env *envs, size_t nenvs, int64_t deadline_ms,
                 struct e2b_proc_result *r, struct plm_err *err);
 
+/* The Start request's Connect envelope (JSON); with_stdin keeps the process's stdin open for
+ * SendInput. malloc'd; NULL out of memory. */
+char *e2b_start_body(const char *cmd, const char *const *args, size_t nargs, const char *cwd,
+                     const struct e2b_env *envs, size_t nenvs, bool with_stdin, size_t *len);
+/* Headers of an envd Connect call: its content type (application/connect+json for a stream,
+ * application/json for a unary call), the protocol version, envd's tokens, Connect-Timeout-Ms. */
+struct curl_slist *e2b_connect_headers(const struct e2b_sandbox *sb, const char *content_type, long timeout_ms);
+
+/* ---- envdctl.c: what sessions add (unary envd calls, liveness) --------------------------------- */
+int e2b_send_input(struct e2b_state *s, const struct e2b_sandbox *sb, int64_t pid, const uint8_t *data, size_t len,
+                   int64_t deadline_ms, struct plm_err *err);
+/* SIGKILL (kill9) or SIGTERM: the only two signals envd's API carries. */
+int e2b_send_signal(struct e2b_state *s, const struct e2b_sandbox *sb, int64_t pid, bool kill9, long timeout_ms,
+                    struct plm_err *err);
+/* GET /sandboxes/{id}: 1 running, 0 gone (404), -1 unknown (no answer or another status). */
+int e2b_sandbox_alive(struct e2b_state *s, const struct e2b_sandbox *sb);
+
 /* ---- track.c ------------------------------------------------------------------------------- */
 int e2b_track(struct e2b_state *s, const char *id);
 void e2b_untrack(struct e2b_state *s, const char *id);
@@ -167,6 +186,27 @@ char *e2b_host_module(const char *guard_url, const char *client_js);
 /* The snippet file: the guard transport and client (when granted), then the code. */
 char *e2b_snippet_text(const char *guard_url, const char *client_js, const char *code);
 int e2b_result_identity(struct e2b_state *s, struct plm_result *out);
+/* The same, inside an existing sandbox (a session's): no create, no delete, no grant. cwd NULL =
+ * envd's default. */
+int e2b_snippet_in(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_run_ctx *ctx,
+                   const struct plm_request *req, const char *cwd, struct plm_result *out, struct plm_err *err);
+int e2b_project_in(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_run_ctx *ctx,
+                   const struct plm_request *req, struct plm_result *out, struct plm_err *err);
+/* e2b.c: the environment identity Describe, results and records state (the endpoint included
+ * when it is not E2B's default). */
+void e2b_identity(struct e2b_state *s, char *out, size_t cap);
+
+/* ---- session.c: sessions (one sandbox each), the ops table's session entries ------------------ */
+void e2b_ops_session_env(struct plm_provider *p, struct plm_payload_env *e);
+int e2b_ops_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
+                         struct plm_session_opened *info, struct plm_err *err);
+int e2b_ops_session_run(struct plm_provider *p, struct plm_session *ss, const struct plm_run_ctx *ctx,
+                        const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                        struct plm_err *err);
+int e2b_ops_session_cell(struct plm_provider *p, struct plm_session *ss, const struct plm_run_ctx *ctx,
+                         const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                         struct plm_err *err);
+int e2b_ops_session_close(struct plm_provider *p, struct plm_session *ss, struct plm_err *err);
 
 /* ---- util ---------------------------------------------------------------------------------- */
 int64_t e2b_mono_ms(void);

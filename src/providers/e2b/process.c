@@ -26,8 +26,8 @@ static size_t on_bytes(char *p, size_t sz, size_t nm, void *ud)
     return f->verdict == 0 ? n : 0; /* 0 stops the transfer: trailer, budget or a protocol error */
 }
 
-static char *start_body(const char *cmd, const char *const *args, size_t nargs, const char *cwd,
-                        const struct e2b_env *envs, size_t nenvs, size_t *len)
+char *e2b_start_body(const char *cmd, const char *const *args, size_t nargs, const char *cwd,
+                     const struct e2b_env *envs, size_t nenvs, bool with_stdin, size_t *len)
 {
     json_t *a = json_array();
     for (size_t i = 0; i < nargs; i++)
@@ -41,7 +41,7 @@ static char *start_body(const char *cmd, const char *const *args, size_t nargs, 
             json_object_set_new(e, envs[i].key, json_string(envs[i].value));
         json_object_set_new(proc, "envs", e);
     }
-    json_t *root = proc ? json_pack("{s:o, s:b}", "process", proc, "stdin", 0) : NULL;
+    json_t *root = proc ? json_pack("{s:o, s:b}", "process", proc, "stdin", with_stdin) : NULL;
     char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
     json_decref(root);
     if (!text)
@@ -58,6 +58,30 @@ static char *start_body(const char *cmd, const char *const *args, size_t nargs, 
     return env;
 }
 
+struct curl_slist *e2b_connect_headers(const struct e2b_sandbox *sb, const char *content_type, long timeout_ms)
+{
+    char h1[300], h2[300], h3[64];
+    snprintf(h1, sizeof h1, "X-Access-Token: %s", sb->envd_token);
+    snprintf(h2, sizeof h2, "e2b-traffic-access-token: %s", sb->traffic_token);
+    snprintf(h3, sizeof h3, "Connect-Timeout-Ms: %ld", timeout_ms);
+    struct curl_slist *hd = NULL;
+    char h0[80];
+    snprintf(h0, sizeof h0, "Content-Type: %s", content_type);
+    const char *lines[] = {h0, "Connect-Protocol-Version: 1", h1, h2, h3};
+    for (size_t i = 0; i < 5; i++) {
+        struct curl_slist *n = curl_slist_append(hd, lines[i]);
+        if (!n) {
+            curl_slist_free_all(hd);
+            hd = NULL;
+            break;
+        }
+        hd = n;
+    }
+    explicit_bzero(h1, sizeof h1);
+    explicit_bzero(h2, sizeof h2);
+    return hd;
+}
+
 int e2b_process(struct e2b_state *s, const struct e2b_sandbox *sb, const char *cmd, const char *const *args,
                 size_t nargs, const char *cwd, const struct e2b_env *envs, size_t nenvs, int64_t deadline_ms,
                 struct e2b_proc_result *r, struct plm_err *err)
@@ -71,18 +95,10 @@ int e2b_process(struct e2b_state *s, const struct e2b_sandbox *sb, const char *c
         return 0;
     }
     size_t blen = 0;
-    char *body = start_body(cmd, args, nargs, cwd, envs, nenvs, &blen);
+    char *body = e2b_start_body(cmd, args, nargs, cwd, envs, nenvs, false, &blen);
     CURL *h = e2b_curl(s, left);
-    char h1[300], h2[300], h3[64];
-    snprintf(h1, sizeof h1, "X-Access-Token: %s", sb->envd_token);
-    snprintf(h2, sizeof h2, "e2b-traffic-access-token: %s", sb->traffic_token);
-    snprintf(h3, sizeof h3, "Connect-Timeout-Ms: %ld", left); /* (spec) the remaining time, >= 1 */
-    struct curl_slist *hd = NULL;
-    const char *lines[] = {"Content-Type: application/connect+json", "Connect-Protocol-Version: 1", h1, h2, h3};
-    for (size_t i = 0; i < 5; i++)
-        hd = curl_slist_append(hd, lines[i]);
-    explicit_bzero(h1, sizeof h1);
-    explicit_bzero(h2, sizeof h2);
+    /* (spec) the remaining time, >= 1 */
+    struct curl_slist *hd = e2b_connect_headers(sb, "application/connect+json", left);
     if (!body || !h || !hd) {
         free(body);
         curl_slist_free_all(hd);

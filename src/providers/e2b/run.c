@@ -150,13 +150,60 @@ static void vm_close(struct e2b_state *s, struct vm *vm)
     explicit_bzero(vm, sizeof *vm);
 }
 
-int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
-                    struct plm_result *out, struct plm_err *err)
+/* The snippet in sb: its file, then node on it in cwd (NULL: envd's default). The budget running
+ * out before node started is a timed-out run (the VM exists: this is no refusal). */
+static int snippet_in_vm(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_host_api *api,
+                         const char *text, int64_t deadline, const char *cwd, struct e2b_proc_result *pr,
+                         struct plm_err *err)
+{
+    struct e2b_upload up = {E2B_SNIPPET_PATH, text, strlen(text)};
+    int rc = e2b_write_files(s, sb, &up, 1, deadline, err);
+    if (rc < 0 && err->kind == PLM_E_DEADLINE) {
+        plm_err_clear(err);
+        memset(pr, 0, sizeof *pr);
+        pr->timed_out = true;
+        pr->exit_code = E2B_EXIT_TIMEOUT;
+        return 0;
+    }
+    if (rc < 0)
+        return -1;
+    const char *args[] = {E2B_SNIPPET_PATH};
+    struct e2b_env env[] = {{"NODE_EXTRA_CA_CERTS", E2B_CA_BUNDLE}};
+    return e2b_process(s, sb, "node", args, 1, cwd, env, api ? 1 : 0, deadline, pr, err);
+}
+
+static int snippet_result(struct e2b_state *s, struct e2b_proc_result *pr, struct plm_result *out, struct plm_err *err)
+{
+    out->kind = PLM_KIND_JAVASCRIPT;
+    out->js.out = pr->out, out->js.err = pr->err;
+    out->js.out_truncated = pr->out_truncated || pr->exit_code == E2B_EXIT_BUDGET;
+    out->js.err_truncated = pr->err_truncated || pr->exit_code == E2B_EXIT_BUDGET;
+    out->js.exit_code = pr->exit_code;
+    out->js.timed_out = pr->timed_out;
+    out->duration_ms = pr->duration_ms;
+    if (e2b_result_identity(s, out) < 0)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    return 0;
+}
+
+/* What every run does first: the gate, then the time budget and its deadline. */
+static int run_begin(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                     uint32_t *budget, int64_t *deadline, struct plm_err *err)
 {
     if (e2b_gate(s, ctx, req, err) < 0)
         return -1;
-    uint32_t budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
-    int64_t deadline = e2b_mono_ms() + budget;
+    *budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
+    *deadline = e2b_mono_ms() + *budget;
+    return 0;
+}
+
+int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                    struct plm_result *out, struct plm_err *err)
+{
+    uint32_t budget;
+    int64_t deadline;
+    if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
+        return -1;
     const struct plm_host_api *api = ctx->host_api;
     char *text = e2b_snippet_text(s->guard_url, api ? api->client_js : NULL, req->js.code);
     if (!text)
@@ -164,35 +211,26 @@ int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     struct vm vm;
     int rc = vm_open(s, api, budget, &vm, err);
     struct e2b_proc_result pr = {0};
-    if (rc == 0) {
-        struct e2b_upload up = {E2B_SNIPPET_PATH, text, strlen(text)};
-        rc = e2b_write_files(s, &vm.sb, &up, 1, deadline, err);
-    }
-    if (rc < 0 && vm.created && err->kind == PLM_E_DEADLINE) {
-        /* the budget ran out while the VM was being prepared: the run timed out */
-        plm_err_clear(err);
-        rc = 0;
-        pr.timed_out = true;
-        pr.exit_code = E2B_EXIT_TIMEOUT;
-    } else if (rc == 0) {
-        const char *args[] = {E2B_SNIPPET_PATH};
-        struct e2b_env env[] = {{"NODE_EXTRA_CA_CERTS", E2B_CA_BUNDLE}};
-        rc = e2b_process(s, &vm.sb, "node", args, 1, NULL, env, api ? 1 : 0, deadline, &pr, err);
-    }
+    if (rc == 0)
+        rc = snippet_in_vm(s, &vm.sb, api, text, deadline, NULL, &pr, err);
     vm_close(s, &vm);
     free(text);
     if (rc < 0)
         return plm_err_wrap(err, "snippet");
-    out->kind = PLM_KIND_JAVASCRIPT;
-    out->js.out = pr.out, out->js.err = pr.err;
-    out->js.out_truncated = pr.out_truncated || pr.exit_code == E2B_EXIT_BUDGET;
-    out->js.err_truncated = pr.err_truncated || pr.exit_code == E2B_EXIT_BUDGET;
-    out->js.exit_code = pr.exit_code;
-    out->js.timed_out = pr.timed_out;
-    out->duration_ms = pr.duration_ms;
-    if (e2b_result_identity(s, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-    return 0;
+    return snippet_result(s, &pr, out, err);
+}
+
+int e2b_snippet_in(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_run_ctx *ctx,
+                   const struct plm_request *req, const char *cwd, struct plm_result *out, struct plm_err *err)
+{
+    uint32_t budget;
+    int64_t deadline;
+    if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
+        return -1;
+    struct e2b_proc_result pr = {0};
+    if (snippet_in_vm(s, sb, NULL, req->js.code, deadline, cwd, &pr, err) < 0)
+        return plm_err_wrap(err, "snippet");
+    return snippet_result(s, &pr, out, err);
 }
 
 static int setup_failed(struct plm_project_result *pr, const char *path)
@@ -203,7 +241,7 @@ static int setup_failed(struct plm_project_result *pr, const char *path)
     return pr->detail ? 0 : -1;
 }
 
-static int upload_project(struct e2b_state *s, struct vm *vm, const struct plm_request *req,
+static int upload_project(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_request *req,
                           const struct plm_host_api *api, int64_t deadline, struct plm_project_result *pr,
                           struct plm_err *err)
 {
@@ -226,7 +264,7 @@ static int upload_project(struct e2b_state *s, struct vm *vm, const struct plm_r
     if (module)
         up[n++] = (struct e2b_upload){E2B_HOST_MODULE, module, strlen(module)};
     if (n)
-        rc = e2b_write_files(s, &vm->sb, up, n, deadline, err);
+        rc = e2b_write_files(s, sb, up, n, deadline, err);
 out:
     free(up);
     free(paths);
@@ -234,35 +272,21 @@ out:
     return rc;
 }
 
-int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
-                    struct plm_result *out, struct plm_err *err)
+/* Files, steps and artifacts in sb (projects.md sequence); *timed_out when the budget ran out. */
+static int project_in_vm(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_host_api *api,
+                         const struct plm_request *req, int64_t deadline, struct plm_project_result *pr,
+                         bool *timed_out_out, struct plm_err *err)
 {
-    if (e2b_gate(s, ctx, req, err) < 0)
-        return -1;
-    uint32_t budget = plm_clamp_timeout((int32_t)ctx->timeout_ms, E2B_DEFAULT_TIMEOUT_MS, E2B_MAX_TIMEOUT_MS);
-    int64_t deadline = e2b_mono_ms() + budget;
-    const struct plm_host_api *api = ctx->host_api;
-    struct plm_project_result *pr = &out->project;
-    /* An escaping path is refused before any VM exists (validation refuses it earlier still). */
-    char probe[LIM_PATH_MAX + 64];
-    for (size_t i = 0; i < req->project.n_files; i++)
-        if (e2b_project_path(req->project.files[i].path, probe, sizeof probe) < 0) {
-            out->kind = PLM_KIND_PROJECT;
-            if (setup_failed(pr, req->project.files[i].path) < 0 ||
-                e2b_result_identity(s, out) < 0)
-                return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-            return 0;
-        }
-    struct vm vm;
-    int rc = vm_open(s, api, budget, &vm, err);
     bool timed_out = false;
-    if (rc == 0)
-        rc = upload_project(s, &vm, req, api, deadline, pr, err);
-    if (rc < 0 && vm.created && err->kind == PLM_E_DEADLINE) {
+    int rc = upload_project(s, sb, req, api, deadline, pr, err);
+    if (rc < 0 && err->kind == PLM_E_DEADLINE) {
         plm_err_clear(err); /* the budget ran out while the files were written */
         rc = 0;
         timed_out = true;
     }
+    *timed_out_out = false;
+    if (rc > 0)
+        return 0; /* an illegal path: reported in pr, nothing runs */
     if (rc == 0 && req->project.n_steps)
         pr->steps = calloc(req->project.n_steps, sizeof *pr->steps);
     if (rc == 0 && req->project.n_steps && !pr->steps)
@@ -270,7 +294,7 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     for (size_t i = 0; rc == 0 && !timed_out && i < req->project.n_steps; i++) {
         const char *step = req->project.steps[i];
         struct e2b_upload up = {E2B_STEP_PATH, step, strlen(step)};
-        if (e2b_write_files(s, &vm.sb, &up, 1, deadline, err) < 0) {
+        if (e2b_write_files(s, sb, &up, 1, deadline, err) < 0) {
             if (err->kind == PLM_E_DEADLINE) {
                 plm_err_clear(err);
                 timed_out = true;
@@ -288,7 +312,7 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
         const char *args[] = {E2B_STEP_PATH};
         struct e2b_env env[] = {{"NODE_EXTRA_CA_CERTS", E2B_CA_BUNDLE}, {"NODE_OPTIONS", "--import " E2B_HOST_MODULE}};
         struct e2b_proc_result p;
-        if (e2b_process(s, &vm.sb, "sh", args, 1, E2B_PROJECT_DIR, env, api ? 2 : 0, deadline, &p, err) < 0) {
+        if (e2b_process(s, sb, "sh", args, 1, E2B_PROJECT_DIR, env, api ? 2 : 0, deadline, &p, err) < 0) {
             rc = -1;
             break;
         }
@@ -321,7 +345,7 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
                 continue;
             struct plm_bytes b = {0};
             bool over = false;
-            int got = e2b_read_file(s, &vm.sb, path, E2B_ARTIFACTS_MAX - used, deadline, &b, &over, err);
+            int got = e2b_read_file(s, sb, path, E2B_ARTIFACTS_MAX - used, deadline, &b, &over, err);
             if (got < 0 && err->kind == PLM_E_DEADLINE) {
                 plm_err_clear(err);
                 timed_out = true;
@@ -346,9 +370,13 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
                 rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
         }
     }
-    vm_close(s, &vm);
-    if (rc < 0)
-        return plm_err_wrap(err, "project");
+    *timed_out_out = timed_out;
+    return rc;
+}
+
+static int project_result(struct e2b_state *s, bool timed_out, struct plm_result *out, struct plm_err *err)
+{
+    struct plm_project_result *pr = &out->project;
     out->kind = PLM_KIND_PROJECT;
     if (pr->outcome == PLM_OUTCOME_UNSPECIFIED) {
         pr->outcome = timed_out ? PLM_OUTCOME_TIMED_OUT : PLM_OUTCOME_COMPLETED;
@@ -357,4 +385,56 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     if (!pr->detail || e2b_result_identity(s, out) < 0)
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
     return 0;
+}
+
+/* An escaping path is refused before any VM exists (validation refuses it earlier still):
+ * 1 = reported in out, 0 = every path is fine, -1 = out of memory. */
+static int bad_path(struct e2b_state *s, const struct plm_request *req, struct plm_result *out)
+{
+    char probe[LIM_PATH_MAX + 64];
+    for (size_t i = 0; i < req->project.n_files; i++)
+        if (e2b_project_path(req->project.files[i].path, probe, sizeof probe) < 0) {
+            out->kind = PLM_KIND_PROJECT;
+            return setup_failed(&out->project, req->project.files[i].path) < 0 || e2b_result_identity(s, out) < 0
+                       ? -1 : 1;
+        }
+    return 0;
+}
+
+int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                    struct plm_result *out, struct plm_err *err)
+{
+    uint32_t budget;
+    int64_t deadline;
+    if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
+        return -1;
+    const struct plm_host_api *api = ctx->host_api;
+    int bp = bad_path(s, req, out);
+    if (bp != 0)
+        return bp < 0 ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory") : 0;
+    struct vm vm;
+    bool timed_out = false;
+    int rc = vm_open(s, api, budget, &vm, err);
+    if (rc == 0)
+        rc = project_in_vm(s, &vm.sb, api, req, deadline, &out->project, &timed_out, err);
+    vm_close(s, &vm);
+    if (rc < 0)
+        return plm_err_wrap(err, "project");
+    return project_result(s, timed_out, out, err);
+}
+
+int e2b_project_in(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_run_ctx *ctx,
+                   const struct plm_request *req, struct plm_result *out, struct plm_err *err)
+{
+    uint32_t budget;
+    int64_t deadline;
+    if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
+        return -1;
+    int bp = bad_path(s, req, out);
+    if (bp != 0)
+        return bp < 0 ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory") : 0;
+    bool timed_out = false;
+    if (project_in_vm(s, sb, NULL, req, deadline, &out->project, &timed_out, err) < 0)
+        return plm_err_wrap(err, "project");
+    return project_result(s, timed_out, out, err);
 }

@@ -24,6 +24,9 @@ static const char probe_js[] =
     "}\n"
     "(async () => {\n"
     "  const r = {node: process.version, cwd: process.cwd(), kernel: os.release()};\n"
+    "  try { r.python = require('child_process').execFileSync('python3', ['-I', '-c',\n"
+    "    'import sys; print(\"%d.%d.%d\" % sys.version_info[:3])'], {timeout: 10000, encoding: 'utf8'}).trim(); }\n"
+    "  catch (e) { r.python = ''; }\n"
     "  r.one = await reach('https://1.1.1.1');\n"
     "  r.example = await reach('https://example.com');\n"
     "  console.log(JSON.stringify(r));\n"
@@ -84,16 +87,23 @@ static int run_probe(struct e2b_state *s, struct plm_evidence *ev, char *why, si
     plm_bytes_done(&pr.err);
     json_error_t je;
     json_t *j = json_loads(text, 0, &je);
-    char node[64], cwd[256], one[96], example[96];
+    char node[64], cwd[256], one[96], example[96], python[32];
     str_field(j, "node", node, sizeof node);
     str_field(j, "cwd", cwd, sizeof cwd);
     str_field(j, "kernel", s->kernel, sizeof s->kernel);
     str_field(j, "one", one, sizeof one);
     str_field(j, "example", example, sizeof example);
+    str_field(j, "python", python, sizeof python);
     json_decref(j);
     ev_add_check(ev, "probe.exit", "exit 0", pr.exit_code == 0 && !pr.timed_out, "exit %d%s", pr.exit_code,
                  pr.timed_out ? " (timed out)" : "");
     ev_add_check(ev, "probe.node", "a node version", node[0] == 'v', "%s", node[0] ? node : "none reported");
+    /* What sessions assume of the template: node (checked above) and, for python cells, python3
+     * on PATH. Its absence is a fact, not a failure: python cells are then refused. */
+    bool py = python[0] >= '0' && python[0] <= '9';
+    snprintf(s->python_version, sizeof s->python_version, "%s", py ? python : "");
+    atomic_store(&s->python3, py);
+    ev_add_confinement(ev, "template python3: %s", py ? python : "absent (session python cells are refused)");
     ev_add_check(ev, "probe.cwd", E2B_PROJECT_DIR, !strcmp(cwd, E2B_PROJECT_DIR), "%s", cwd[0] ? cwd : "none");
     ev_add_check(ev, "net.https_1.1.1.1", "unreachable", !strncmp(one, "blocked", 7), "%s", one[0] ? one : "no answer");
     ev_add_check(ev, "net.https_example.com", "unreachable", !strncmp(example, "blocked", 7), "%s",

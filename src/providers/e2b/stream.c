@@ -105,9 +105,13 @@ static int on_data(struct e2b_stream *s, json_t *data)
         if (!buf)
             return fail(s, "out of memory");
         long n = e2b_b64_decode(json_string_value(v), len, buf, len / 4 * 3 + 3);
-        int r = n < 0 ? fail(s, "a data event's output is not valid base64")
-                      : keep_bytes(s, k ? &s->err : &s->out, k ? &s->err_truncated : &s->out_truncated, buf,
-                                   (size_t)n);
+        int r = 0;
+        if (n < 0)
+            r = fail(s, "a data event's output is not valid base64");
+        else if (s->sink)
+            s->sink(s->sink_ctx, k, buf, (size_t)n);
+        else
+            r = keep_bytes(s, k ? &s->err : &s->out, k ? &s->err_truncated : &s->out_truncated, buf, (size_t)n);
         free(buf);
         if (r < 0)
             return s->failed ? -1 : fail(s, "out of memory");
@@ -157,6 +161,8 @@ static int on_message(struct e2b_stream *s, json_t *msg)
         json_t *pid = json_object_get(v, "pid");
         s->pid = json_is_integer(pid) ? json_integer_value(pid) : 0;
         s->started = true;
+        if (s->on_start)
+            s->on_start(s->sink_ctx, s->pid);
         return 0;
     }
     if ((v = json_object_get(ev, "data"))) {
@@ -229,7 +235,7 @@ int e2b_stream_feed(struct e2b_stream *s, const uint8_t *p, size_t n)
                 return fail(s, "a compressed or unknown stream frame");
             if (s->frame_len > E2B_FRAME_MAX)
                 return fail(s, "a stream frame over 8 MiB");
-            if (s->total + 5 + s->frame_len > E2B_STREAM_MAX) {
+            if (!s->sink && s->total + 5 + s->frame_len > E2B_STREAM_MAX) {
                 /* (spec) the transfer budget: stop reading; the run's exit becomes 153 */
                 s->over_budget = true;
                 s->out_truncated = s->err_truncated = true;

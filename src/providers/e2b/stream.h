@@ -22,6 +22,12 @@
 struct e2b_stream {
     /* configuration */
     size_t keep; /* bytes kept per output stream */
+    /* A long-lived process (a session's interpreter, session.c): output goes to sink as it is
+     * decoded instead of being kept, and the stream has no total budget (frames stay bounded;
+     * the sink bounds what one cell may produce). Set after e2b_stream_init. */
+    void (*sink)(void *ctx, int which, const uint8_t *p, size_t n); /* which: 0 stdout, 1 stderr */
+    void *sink_ctx;
+    void (*on_start)(void *ctx, int64_t pid); /* the start event, once */
     /* framing */
     uint8_t head[5];
     size_t head_have;
