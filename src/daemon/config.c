@@ -3,6 +3,7 @@
  * set: serving plaintext or running without sessions while the operator asked for them would be a
  * silent downgrade. */
 #include "config.h"
+#include "config_table.h"
 #include "hardened.h"
 
 #include <ctype.h>
@@ -41,7 +42,6 @@ static const struct var vars[] = {
     {"SANDBOX_PIDS", "0 (provider default)", "processes per run (docker only)"},
     {"SANDBOX_DISK_MB", "0 (provider default)", "writable disk per run (docker only)"},
     {"SANDBOX_TOTAL_MEMORY_MB", "-", "not supported: setting it stops startup"},
-    {"SANDBOX_PAID_SECONDS_PER_DAY", "-", "metered providers only (e2b)"},
     {"SANDBOX_MAX_SESSIONS", "0 (off)", "open sessions daemon-wide (docs/sessions.md)"},
     {"SANDBOX_MAX_SESSIONS_PER_CALLER", "0 (no cap)", "open sessions per caller"},
     {"SANDBOX_MAX_SESSIONS_PER_OWNER", "0 (no cap)", "open sessions per (caller, owner); least recently used replaced"},
@@ -51,10 +51,10 @@ static const struct var vars[] = {
     {"SANDBOX_SESSION_DISK_MB", "1024", "a session's disk budget, 0 (unmeasured) to 1048576"},
     {"SANDBOX_DOCKER_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_PROJECT_IMAGE", "-", "docker provider"},
-    {"SANDBOX_DOCKER_MODULE_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_RUNTIME", "- (runc)", "docker provider: runsc for gVisor"},
     {"SANDBOX_DOCKER_SECCOMP", "-", "docker provider"},
     {"SANDBOX_GUEST_UID", "61000", "docker provider"},
+    {"DOCKER_HOST", "- (/var/run/docker.sock)", "docker provider: a local unix socket only (unix:///path or /path)"},
     {"E2B_API_KEY", "-", "e2b provider: the API key (never logged)"},
     {"E2B_TEMPLATE", "base", "e2b provider: the sandbox template"},
     {"E2B_API_URL", "https://api.e2b.app", "e2b provider: control plane (http only to loopback); stated on the card"},
@@ -66,6 +66,8 @@ static const struct var vars[] = {
     {"SANDBOX_MICROVM_KERNEL", "- (the build's)", "microvm provider: guest kernel (vmlinuz)"},
     {"SANDBOX_MICROVM_INITRD", "- (the build's)", "microvm provider: guest initramfs"},
     {"SANDBOX_MICROVM_ACCEL", "auto", "microvm provider: auto (KVM when a probe guest boots, else TCG) | kvm | tcg"},
+    {"SANDBOX_QUICKJS_ZYGOTE_FORKS", "1000", "quickjs provider: forks before a zygote is replaced (1-1000000)"},
+    {"SANDBOX_QUICKJS_ZYGOTE_AGE_S", "600", "quickjs provider: a zygote's age limit in seconds (1-86400)"},
     {"SANDBOX_REQUIRE_PINNED_IMAGES", "false", "strict boolean: \"\", 0, false, 1, true"},
 };
 
@@ -76,7 +78,8 @@ void config_help(FILE *out)
     fprintf(out, "plimsolld: runs untrusted JavaScript behind a proven isolation tier.\n"
                  "It takes no arguments; it is configured by these environment variables:\n\n");
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
-        fprintf(out, "  %-32s default %-28s %s\n", vars[i].name, vars[i].def, vars[i].help);
+        fprintf(out, CFG_HELP_FMT, vars[i].name, vars[i].def, vars[i].help);
+    config_table_help(out);
 }
 
 void config_warn_unknown(char **env)
@@ -85,7 +88,7 @@ void config_warn_unknown(char **env)
         if (strncmp(*e, "PLIMSOLL_", 9) && strncmp(*e, "SANDBOX_", 8))
             continue;
         size_t n = strcspn(*e, "=");
-        bool known = false;
+        bool known = config_table_known(*e, n);
         for (size_t i = 0; i < sizeof vars / sizeof *vars && !known; i++)
             known = strlen(vars[i].name) == n && strncmp(vars[i].name, *e, n) == 0;
         if (!known)
@@ -272,6 +275,8 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
     if (c->provider == CFG_QUICKJS && (c->cpus_set || c->pids_set || c->disk_set))
         return CFG_ERR(err, "%s is set, but the quickjs provider cannot enforce it; unset it",
                        c->cpus_set ? "SANDBOX_CPUS" : c->pids_set ? "SANDBOX_PIDS" : "SANDBOX_DISK_MB");
+    if (config_table_check(get, c, err) < 0) /* reference variables this build or provider does not read */
+        return -1;
     /* Last: the policy looks at the whole, validated configuration. */
     if (hardened && hardened_check(get, c, err) < 0)
         return -1;
