@@ -24,7 +24,7 @@ static const struct var vars[] = {
     {"PLIMSOLL_TOKEN", "-", "one shared bearer token, at least 32 characters"},
     {"PLIMSOLL_CLIENTS_FILE", "-", "JSON clients file (token SHA-256, scopes); wins over PLIMSOLL_TOKEN"},
     {"PLIMSOLL_INSECURE", "-", "1 allows open dev mode (no token) with a real provider"},
-    {"PLIMSOLL_LOG_FORMAT", "json", "log format; only json"},
+    {"PLIMSOLL_LOG_FORMAT", "json", "json (one object per line) or text (logfmt key=value lines)"},
     {"PLIMSOLL_HARDENED", "0", "1 enforces the production policy (wire.md §17; docs/operations.md): every unmet requirement stops startup"},
     {"PLIMSOLL_TLS_CERT", "-", "TLS is not built in: terminate TLS in front; setting it stops startup"},
     {"PLIMSOLL_TLS_KEY", "-", "see PLIMSOLL_TLS_CERT"},
@@ -192,8 +192,11 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
             return CFG_ERR(err, "PLIMSOLL_UI=\"%s\": expected 1 or 0", v);
         c->ui = strcmp(v, "1") == 0;
     }
-    if ((v = nonempty(get, "PLIMSOLL_LOG_FORMAT")) && strcmp(v, "json"))
-        return CFG_ERR(err, "PLIMSOLL_LOG_FORMAT=\"%s\": only json is supported", v);
+    if ((v = nonempty(get, "PLIMSOLL_LOG_FORMAT"))) {
+        if (strcmp(v, "json") && strcmp(v, "text"))
+            return CFG_ERR(err, "PLIMSOLL_LOG_FORMAT=\"%s\": expected json or text", v);
+        c->log_text = strcmp(v, "text") == 0;
+    }
     bool hardened = false;
     if ((v = nonempty(get, "PLIMSOLL_HARDENED"))) {
         if (strcmp(v, "1") && strcmp(v, "0"))

@@ -23,6 +23,7 @@ struct plm_config {
     const char *guard_addr; /* PLIMSOLL_GUARD_ADDR: the e2b egress guard's listener */
     bool insecure;
     bool ui; /* PLIMSOLL_UI=1 */
+    bool log_text; /* PLIMSOLL_LOG_FORMAT=text */
     enum cfg_provider provider;
     const char *provider_name; /* as the operator wrote it, lower-cased: "quickjs" or "wasm" ... */
     enum plm_tier min_isolation; /* UNKNOWN when unset */

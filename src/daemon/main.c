@@ -82,6 +82,7 @@ int main(int argc, char **argv)
     config_warn_unknown(environ);
     if (config_load(env_get, &cfg, &err) < 0)
         return die("configuration", &err);
+    log_set_text(cfg.log_text);
 
     struct auth *auth = auth_new(cfg.clients_file, cfg.token, &err);
     if (!auth)

@@ -30,6 +30,30 @@ STATUSES = {"implemented", "absent", "tls"}
 PROVIDERS = {"disabled", "quickjs", "docker", "microvm", "e2b"}
 
 
+LOGFMT_PAIR = re.compile(r'([a-z_][a-z0-9_]*)=("(?:[^"\\]|\\.)*"|[^ "=]+)(?: |$)')
+LOGFMT_ESC = re.compile(r'\\(x[0-9a-f]{2}|.)')
+
+
+def unescape(m):
+    e = m.group(1)
+    if len(e) == 3 and e[0] == "x":
+        return chr(int(e[1:], 16))
+    return {"n": "\n", "t": "\t"}.get(e, e)
+
+
+def parse_logfmt(line):
+    """A logfmt line as a dict; None when the line is not wholly key=value pairs."""
+    out, pos = {}, 0
+    while pos < len(line):
+        m = LOGFMT_PAIR.match(line, pos)
+        if not m:
+            return None
+        v = m.group(2)
+        out[m.group(1)] = LOGFMT_ESC.sub(unescape, v[1:-1]) if v.startswith('"') else v
+        pos = m.end()
+    return out
+
+
 def load_table():
     with open(os.path.join(DATA, "config_vars.json")) as f:
         return json.load(f)["vars"]
@@ -155,6 +179,42 @@ class Rows(unittest.TestCase):
                     cur = cur.get(part) if isinstance(cur, dict) else None
                 self.assertEqual(cur, want, "%s: Describe %s" % (row["name"], path))
 
+    def check_log_text(self, env):
+        """PLIMSOLL_LOG_FORMAT=text: every line the daemon writes is logfmt with ts, level and event,
+        through startup, a refused run's audit line and the drain."""
+        import signal
+        import time
+        d = Daemon(env, expect_start=False)
+        try:
+            deadline = time.monotonic() + 60
+            listening = None
+            while listening is None and time.monotonic() < deadline and d.proc.poll() is None:
+                for line in list(d.lines):
+                    f = parse_logfmt(line)
+                    if f and f.get("event") == "listening":
+                        listening = f
+                time.sleep(0.05)
+            self.assertIsNotNone(listening, "no logfmt listening line:\n" + "\n".join(d.lines))
+            d.port = int(listening["port"])
+            st, _, _, rid = d.call("Run", {"protocol": 3, "javascript": {"code": "1"}})
+            self.assertEqual(st, 400)  # disabled provider: refused, with an audit line
+            time.sleep(0.3)
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(d.wait_exit(60), 0)
+        finally:
+            d.kill()
+        parsed = [parse_logfmt(line) for line in d.lines]
+        for line, f in zip(d.lines, parsed):
+            self.assertIsNotNone(f, "not logfmt: %r" % line)
+            for k in ("ts", "level", "event"):
+                self.assertIn(k, f, line)
+        events = [f["event"] for f in parsed]
+        self.assertIn("stopped", events)
+        runs = [f for f in parsed if f["event"] == "run"]
+        self.assertEqual(len(runs), 1, d.lines)
+        self.assertEqual(runs[0]["request_id"], rid)
+        self.assertEqual(runs[0]["outcome"], "refused")
+
     def run_row(self, row):
         name = row["name"]
         provider = row.get("provider", "disabled")
@@ -165,7 +225,10 @@ class Rows(unittest.TestCase):
             self.stops(name, env, name)
             return "absent: stops startup"
         notes = []
-        if row.get("start", True):
+        if row.get("start", True) and (row.get("effect") or {}).get("log_text"):
+            self.check_log_text(self.env_for(provider, dict(row.get("env", {}), **{name: row["value"]})))
+            notes.append("starts with its effect")
+        elif row.get("start", True):
             env = self.env_for(provider, dict(row.get("env", {}), **{name: row["value"]}))
             with Daemon(env) as d:
                 self.check_effect(row, d, env)
