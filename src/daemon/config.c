@@ -41,7 +41,7 @@ static const struct var vars[] = {
     {"SANDBOX_CPUS", "0 (provider default)", "CPUs per run (docker only)"},
     {"SANDBOX_PIDS", "0 (provider default)", "processes per run (docker only)"},
     {"SANDBOX_DISK_MB", "0 (provider default)", "writable disk per run (docker only)"},
-    {"SANDBOX_TOTAL_MEMORY_MB", "-", "not supported: setting it stops startup"},
+    {"SANDBOX_TOTAL_MEMORY_MB", "0 (no budget)", "memory budget across runs in flight: each reserves its per-run memory; a run that does not fit is shed"},
     {"SANDBOX_MAX_SESSIONS", "0 (off)", "open sessions daemon-wide (docs/sessions.md)"},
     {"SANDBOX_MAX_SESSIONS_PER_CALLER", "0 (no cap)", "open sessions per caller"},
     {"SANDBOX_MAX_SESSIONS_PER_OWNER", "0 (no cap)", "open sessions per (caller, owner); least recently used replaced"},
@@ -204,8 +204,7 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
         hardened = strcmp(v, "1") == 0;
     }
     if (refuse_if_set(get, "PLIMSOLL_TLS_CERT", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
-        refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
-        refuse_if_set(get, "SANDBOX_TOTAL_MEMORY_MB", "a total memory budget is not supported", err) < 0)
+        refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0)
         return -1;
     if (session_config_load(get, &c->sessions, err) < 0)
         return -1;
@@ -237,6 +236,9 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
             return -1;
         c->memory_set = c->memory_mb > 0;
     }
+    if ((v = nonempty(get, "SANDBOX_TOTAL_MEMORY_MB")) && /* checked against a run's memory in main.c */
+        parse_u32("SANDBOX_TOTAL_MEMORY_MB", v, 0, 1u << 30, &c->total_memory_mb, err) < 0)
+        return -1;
     if ((v = nonempty(get, "SANDBOX_PIDS"))) {
         if (parse_u32("SANDBOX_PIDS", v, 0, 4194304, &c->pids, err) < 0)
             return -1;

@@ -29,6 +29,7 @@ struct plm_config {
     enum plm_tier min_isolation; /* UNKNOWN when unset */
     uint32_t max_concurrent, per_key_concurrent, rate_per_min, rate_burst;
     uint32_t memory_mb, pids, disk_mb;
+    uint32_t total_memory_mb; /* SANDBOX_TOTAL_MEMORY_MB; 0 = no budget */
     double cpus;
     bool memory_set, pids_set, disk_set, cpus_set;
     bool require_pinned; /* SANDBOX_REQUIRE_PINNED_IMAGES */

@@ -105,3 +105,17 @@ bool config_table_known(const char *name, size_t n)
             return true;
     return false;
 }
+
+int config_memory_budget(uint32_t total_mb, uint32_t run_mb, const char *name, struct plm_err *err)
+{
+    if (total_mb == 0)
+        return 0;
+    /* Fail closed: a budget no run reserves from would be a limit that limits nothing. */
+    if (run_mb == 0)
+        return CFG_ERR(err, "SANDBOX_TOTAL_MEMORY_MB is set, but provider %s states no per-run memory to reserve "
+                            "(set SANDBOX_MEMORY_MB, or unset the budget)", name);
+    if (total_mb < run_mb)
+        return CFG_ERR(err, "SANDBOX_TOTAL_MEMORY_MB=%u is below one run's memory (%u MB): no run could start",
+                       total_mb, run_mb);
+    return 0;
+}

@@ -16,3 +16,5 @@ int config_table_check(const char *(*get)(const char *), const struct plm_config
 void config_table_help(FILE *out);
 /* The first n bytes of name are a variable of the missing-features table. */
 bool config_table_known(const char *name, size_t n);
+/* SANDBOX_TOTAL_MEMORY_MB against what one run of provider `name` reserves (its Describe memory). */
+int config_memory_budget(uint32_t total_mb, uint32_t run_mb, const char *name, struct plm_err *err);

@@ -18,6 +18,7 @@
 #include "../server/session_rpc.h"
 #include "../server/ui_ring.h"
 #include "config.h"
+#include "config_table.h"
 #include "providers.h"
 
 extern char **environ;
@@ -128,8 +129,15 @@ int main(int argc, char **argv)
                 tier_name(cfg.min_isolation), p->ops->name, tier_name(p->ops->tier(p)));
         goto out;
     }
+    struct plm_describe pd;
+    p->ops->describe(p, &pd); /* the per-run memory SANDBOX_TOTAL_MEMORY_MB reserves */
+    if (config_memory_budget(cfg.total_memory_mb, pd.memory_mb, p->ops->name, &err) < 0) {
+        die("configuration", &err);
+        goto out;
+    }
     struct adm_config ac = {.max_concurrent = cfg.max_concurrent, .per_key_concurrent = cfg.per_key_concurrent,
-                            .rate_per_min = cfg.rate_per_min, .rate_burst = cfg.rate_burst};
+                            .rate_per_min = cfg.rate_per_min, .rate_burst = cfg.rate_burst,
+                            .total_memory_mb = cfg.total_memory_mb, .run_memory_mb = pd.memory_mb};
     adm = adm_new(&ac);
     if (!adm) {
         fprintf(stderr, "plimsolld: out of memory\n");

@@ -118,12 +118,14 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *conn, const 
                      "plimsoll_shed_total{reason=\"at_capacity\"} %llu\n"
                      "plimsoll_shed_total{reason=\"per_key\"} %llu\n"
                      "plimsoll_shed_total{reason=\"rate\"} %llu\n"
+                     "plimsoll_shed_total{reason=\"memory\"} %llu\n"
                      "plimsoll_shed_total{reason=\"decode\"} %llu\n",
                      (unsigned long long)atomic_load(&c->dispatched), (unsigned long long)atomic_load(&c->failed),
                      (unsigned long long)atomic_load(&c->refused), adm_inflight(env->adm),
                      (unsigned long long)adm_shed_count(env->adm, ADM_SHED_AT_CAPACITY),
                      (unsigned long long)adm_shed_count(env->adm, ADM_SHED_PER_KEY),
                      (unsigned long long)adm_shed_count(env->adm, ADM_SHED_RATE),
+                     (unsigned long long)adm_shed_count(env->adm, ADM_SHED_MEMORY),
                      (unsigned long long)atomic_load(&shed_decode)) < 0)
             body = NULL;
         if (body && env->grants && c->host_calls)
