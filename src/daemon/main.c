@@ -14,6 +14,7 @@
 #include "../core/admission.h"
 #include "../server/auth.h"
 #include "../server/log.h"
+#include "../server/metrics_series.h"
 #include "../server/server.h"
 #include "../server/session_rpc.h"
 #include "../server/ui_ring.h"
@@ -147,6 +148,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "plimsolld: out of memory\n");
         goto out;
     }
+    if (metrics_series_init(grants) < 0) {
+        fprintf(stderr, "plimsolld: out of memory\n");
+        goto out;
+    }
     if (cfg.ui && !(ring = ui_ring_new())) {
         fprintf(stderr, "plimsolld: out of memory\n");
         goto out;
@@ -188,6 +193,7 @@ out:
     adm_free(adm);
     plm_provider_free(p);
     free(counters.host_calls);
+    metrics_series_free();
     brk_profiles_free(grants);
     auth_free(auth);
     return rc;
