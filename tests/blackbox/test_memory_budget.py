@@ -73,5 +73,29 @@ class MemoryBudget(WireCase):
         self.assertEqual(len(ev), 1)
 
 
+
+class SessionsReserveToo(WireCase):
+    """An open session holds its slot, so it holds its memory: two 64 MB sessions fill a 128 MB
+    budget, a Run and a third open are shed, and closing one gives its memory back."""
+
+    def test_sessions_hold_memory_until_closed(self):
+        with Daemon(dict(ENV, SANDBOX_MAX_SESSIONS="4")) as d:
+            ids = []
+            for _ in range(2):
+                st, _, data, _ = d.call("OpenSession", {"protocol": 3})
+                self.assertEqual(st, 200, data)
+                ids.append(json.loads(data)["sessionId"])
+            self.assertEqual(d.metrics()["plimsoll_inflight"], 2)
+            body = self.assertRefused(d.call("Run", js("1")), "resource_exhausted", "capacity", 429)
+            self.assertIn("memory budget exhausted", body["message"])
+            body = self.assertRefused(d.call("OpenSession", {"protocol": 3}), "resource_exhausted", "capacity", 429)
+            self.assertIn("memory budget exhausted", body["message"])
+            st, _, data, _ = d.call("CloseSession", {"protocol": 3, "sessionId": ids.pop()})
+            self.assertEqual(st, 200, data)
+            st, _, data, _ = d.call("Run", js("console.log(3)"))
+            self.assertEqual(st, 200, data)
+            self.assertEqual(d.metrics()['plimsoll_shed_total{reason="memory"}'], 2)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
