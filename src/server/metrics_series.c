@@ -25,6 +25,7 @@ static const uint64_t call_le_us[] = {5000,   10000,   25000,   50000,    100000
                                       1000000, 2500000, 5000000, 10000000, 30000000, 60000000};
 #define RUN_NB (sizeof run_le_us / sizeof *run_le_us)
 #define CALL_NB (sizeof call_le_us / sizeof *call_le_us)
+_Static_assert(CALL_NB <= RUN_NB, "struct hist is sized for the longer bucket list");
 
 struct hist {
     atomic_uint_fast64_t bucket[RUN_NB]; /* non-cumulative; sized for the longer list */
