@@ -1,7 +1,7 @@
 /* config.c: reading and checking every variable of wire.md §17 that this daemon honours.
- * Variables for features this build does not have (TLS, sessions) stop startup when
- * set: serving plaintext or running without sessions while the operator asked for them would be a
- * silent downgrade. */
+ * Variables for features this build does not have stop startup when set (TLS here, the rest and
+ * the provider-scoped ones in config_table.c): serving plaintext, or running without a feature
+ * the operator asked for, would be a silent downgrade. */
 #include "config.h"
 #include "config_table.h"
 #include "hardened.h"
