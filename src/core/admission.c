@@ -1,5 +1,7 @@
 /* admission.c: the code limiter (global concurrency, per-caller concurrency, per-caller token
- * bucket). It sheds and never queues, so a refused caller learns at once and retries.
+ * bucket), and the memory budget across held slots (SANDBOX_TOTAL_MEMORY_MB). It sheds and never
+ * queues, so a refused caller learns at once and retries. The budget is reserved with the slot
+ * and given back by the slot's one adm_release, so no path can keep memory it no longer runs in.
  * Owns: one entry per caller key ever admitted. Callers are authenticated principals (a bounded,
  * configured set), so the table stays small. Locking: one mutex guards everything; every
  * operation is O(1) on average and never blocks on I/O. */
@@ -116,6 +118,16 @@ int adm_acquire_parts(struct adm *a, const char *caller, uint64_t now_ms, bool s
         pthread_mutex_unlock(&a->mu);
         return plm_err_set(err, 0, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "sandbox is at capacity, retry shortly");
     }
+    /* 64-bit: inflight <= 1024 and run_memory_mb < 2^32, so the product cannot overflow. */
+    uint64_t reserved = (uint64_t)a->inflight * a->cfg.run_memory_mb;
+    if (slot && a->cfg.total_memory_mb && reserved + a->cfg.run_memory_mb > a->cfg.total_memory_mb) {
+        uint32_t total = a->cfg.total_memory_mb, need = a->cfg.run_memory_mb;
+        a->shed[ADM_SHED_MEMORY]++;
+        pthread_mutex_unlock(&a->mu);
+        return plm_err_set(err, 0, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY,
+                           "memory budget exhausted: %llu of %u MB reserved and a run needs %u MB, retry shortly",
+                           (unsigned long long)reserved, total, need);
+    }
     struct adm_key *k = find_key(a, caller, true, now_ms);
     if (!k) {
         pthread_mutex_unlock(&a->mu);
@@ -164,6 +176,14 @@ uint32_t adm_inflight(struct adm *a)
 {
     pthread_mutex_lock(&a->mu);
     uint32_t n = a->inflight;
+    pthread_mutex_unlock(&a->mu);
+    return n;
+}
+
+uint64_t adm_memory_reserved(struct adm *a)
+{
+    pthread_mutex_lock(&a->mu);
+    uint64_t n = (uint64_t)a->inflight * a->cfg.run_memory_mb;
     pthread_mutex_unlock(&a->mu);
     return n;
 }

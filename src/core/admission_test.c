@@ -48,5 +48,24 @@ int main(void)
     /* a refused run holds no slot */
     CHECK(adm_inflight(a) == 0);
     adm_free(a);
+
+    /* SANDBOX_TOTAL_MEMORY_MB=600 with 256 MB runs: two fit, the third is shed as capacity before
+     * the per-caller limit is looked at; a token-only call (a running session) needs no memory. */
+    cfg = (struct adm_config){.max_concurrent = 8, .per_key_concurrent = 8, .total_memory_mb = 600,
+                              .run_memory_mb = 256};
+    a = adm_new(&cfg);
+    CHECK(adm_acquire(a, "k", 0, &err) == 0 && adm_acquire(a, "j", 0, &err) == 0);
+    CHECK(adm_memory_reserved(a) == 512);
+    CHECK(adm_acquire(a, "k", 0, &err) < 0 && err.kind == PLM_E_CAPACITY && err.refusal == PLM_REFUSAL_CAPACITY);
+    CHECK_STR(err.msg, "memory budget exhausted: 512 of 600 MB reserved and a run needs 256 MB, retry shortly");
+    CHECK(adm_shed_count(a, ADM_SHED_MEMORY) == 1 && adm_inflight(a) == 2);
+    CHECK(adm_acquire_parts(a, "k", 0, false, true, &err) == 0);
+    adm_release(a, "j");
+    CHECK(adm_memory_reserved(a) == 256);
+    CHECK(adm_acquire(a, "k", 0, &err) == 0); /* released memory is usable again */
+    adm_release(a, "k");
+    adm_release(a, "k");
+    CHECK(adm_memory_reserved(a) == 0);
+    adm_free(a);
     return unit_done();
 }

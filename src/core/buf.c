@@ -1,7 +1,9 @@
 /* buf.c: see buf.h. */
 #include "buf.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,4 +58,21 @@ void plm_buf_done(struct plm_buf *b)
     free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
+}
+
+bool plm_buf_printf(struct plm_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !plm_buf_reserve(b, (size_t)n)) {
+        b->failed = true;
+        return false;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap); /* reserve left room for the NUL */
+    va_end(ap);
+    b->len += (size_t)n;
+    return true;
 }

@@ -18,6 +18,8 @@ struct plm_buf {
  * buffer's first reservation is exact, so a body of a declared length is allocated once. */
 bool plm_buf_reserve(struct plm_buf *b, size_t n);
 bool plm_buf_add(struct plm_buf *b, const void *s, size_t n);
+/* Appends printf-formatted text; false (and failed) as plm_buf_add. */
+bool plm_buf_printf(struct plm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hands p out (NULL after a failure or when nothing was added) and resets the buffer. */
 char *plm_buf_take(struct plm_buf *b, size_t *len);
 void plm_buf_done(struct plm_buf *b);

@@ -1,8 +1,9 @@
 /* config.c: reading and checking every variable of wire.md §17 that this daemon honours.
- * Variables for features this build does not have (TLS, sessions) stop startup when
- * set: serving plaintext or running without sessions while the operator asked for them would be a
- * silent downgrade. */
+ * Variables for features this build does not have stop startup when set (TLS here, the rest and
+ * the provider-scoped ones in config_table.c): serving plaintext, or running without a feature
+ * the operator asked for, would be a silent downgrade. */
 #include "config.h"
+#include "config_table.h"
 #include "hardened.h"
 
 #include <ctype.h>
@@ -23,7 +24,7 @@ static const struct var vars[] = {
     {"PLIMSOLL_TOKEN", "-", "one shared bearer token, at least 32 characters"},
     {"PLIMSOLL_CLIENTS_FILE", "-", "JSON clients file (token SHA-256, scopes); wins over PLIMSOLL_TOKEN"},
     {"PLIMSOLL_INSECURE", "-", "1 allows open dev mode (no token) with a real provider"},
-    {"PLIMSOLL_LOG_FORMAT", "json", "log format; only json"},
+    {"PLIMSOLL_LOG_FORMAT", "json", "json (one object per line) or text (logfmt key=value lines)"},
     {"PLIMSOLL_HARDENED", "0", "1 enforces the production policy (wire.md §17; docs/operations.md): every unmet requirement stops startup"},
     {"PLIMSOLL_TLS_CERT", "-", "TLS is not built in: terminate TLS in front; setting it stops startup"},
     {"PLIMSOLL_TLS_KEY", "-", "see PLIMSOLL_TLS_CERT"},
@@ -40,8 +41,7 @@ static const struct var vars[] = {
     {"SANDBOX_CPUS", "0 (provider default)", "CPUs per run (docker only)"},
     {"SANDBOX_PIDS", "0 (provider default)", "processes per run (docker only)"},
     {"SANDBOX_DISK_MB", "0 (provider default)", "writable disk per run (docker only)"},
-    {"SANDBOX_TOTAL_MEMORY_MB", "-", "not supported: setting it stops startup"},
-    {"SANDBOX_PAID_SECONDS_PER_DAY", "-", "metered providers only (e2b)"},
+    {"SANDBOX_TOTAL_MEMORY_MB", "0 (no budget)", "memory budget across runs in flight: each reserves its per-run memory; a run that does not fit is shed"},
     {"SANDBOX_MAX_SESSIONS", "0 (off)", "open sessions daemon-wide (docs/sessions.md)"},
     {"SANDBOX_MAX_SESSIONS_PER_CALLER", "0 (no cap)", "open sessions per caller"},
     {"SANDBOX_MAX_SESSIONS_PER_OWNER", "0 (no cap)", "open sessions per (caller, owner); least recently used replaced"},
@@ -51,10 +51,10 @@ static const struct var vars[] = {
     {"SANDBOX_SESSION_DISK_MB", "1024", "a session's disk budget, 0 (unmeasured) to 1048576"},
     {"SANDBOX_DOCKER_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_PROJECT_IMAGE", "-", "docker provider"},
-    {"SANDBOX_DOCKER_MODULE_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_RUNTIME", "- (runc)", "docker provider: runsc for gVisor"},
     {"SANDBOX_DOCKER_SECCOMP", "-", "docker provider"},
     {"SANDBOX_GUEST_UID", "61000", "docker provider"},
+    {"DOCKER_HOST", "- (/var/run/docker.sock)", "docker provider: a local unix socket only (unix:///path or /path)"},
     {"E2B_API_KEY", "-", "e2b provider: the API key (never logged)"},
     {"E2B_TEMPLATE", "base", "e2b provider: the sandbox template"},
     {"E2B_API_URL", "https://api.e2b.app", "e2b provider: control plane (http only to loopback); stated on the card"},
@@ -66,6 +66,8 @@ static const struct var vars[] = {
     {"SANDBOX_MICROVM_KERNEL", "- (the build's)", "microvm provider: guest kernel (vmlinuz)"},
     {"SANDBOX_MICROVM_INITRD", "- (the build's)", "microvm provider: guest initramfs"},
     {"SANDBOX_MICROVM_ACCEL", "auto", "microvm provider: auto (KVM when a probe guest boots, else TCG) | kvm | tcg"},
+    {"SANDBOX_QUICKJS_ZYGOTE_FORKS", "1000", "quickjs provider: forks before a zygote is replaced (1-1000000)"},
+    {"SANDBOX_QUICKJS_ZYGOTE_AGE_S", "600", "quickjs provider: a zygote's age limit in seconds (1-86400)"},
     {"SANDBOX_REQUIRE_PINNED_IMAGES", "false", "strict boolean: \"\", 0, false, 1, true"},
 };
 
@@ -76,7 +78,8 @@ void config_help(FILE *out)
     fprintf(out, "plimsolld: runs untrusted JavaScript behind a proven isolation tier.\n"
                  "It takes no arguments; it is configured by these environment variables:\n\n");
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
-        fprintf(out, "  %-32s default %-28s %s\n", vars[i].name, vars[i].def, vars[i].help);
+        fprintf(out, CFG_HELP_FMT, vars[i].name, vars[i].def, vars[i].help);
+    config_table_help(out);
 }
 
 void config_warn_unknown(char **env)
@@ -85,7 +88,7 @@ void config_warn_unknown(char **env)
         if (strncmp(*e, "PLIMSOLL_", 9) && strncmp(*e, "SANDBOX_", 8))
             continue;
         size_t n = strcspn(*e, "=");
-        bool known = false;
+        bool known = config_table_known(*e, n);
         for (size_t i = 0; i < sizeof vars / sizeof *vars && !known; i++)
             known = strlen(vars[i].name) == n && strncmp(vars[i].name, *e, n) == 0;
         if (!known)
@@ -189,8 +192,11 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
             return CFG_ERR(err, "PLIMSOLL_UI=\"%s\": expected 1 or 0", v);
         c->ui = strcmp(v, "1") == 0;
     }
-    if ((v = nonempty(get, "PLIMSOLL_LOG_FORMAT")) && strcmp(v, "json"))
-        return CFG_ERR(err, "PLIMSOLL_LOG_FORMAT=\"%s\": only json is supported", v);
+    if ((v = nonempty(get, "PLIMSOLL_LOG_FORMAT"))) {
+        if (strcmp(v, "json") && strcmp(v, "text"))
+            return CFG_ERR(err, "PLIMSOLL_LOG_FORMAT=\"%s\": expected json or text", v);
+        c->log_text = strcmp(v, "text") == 0;
+    }
     bool hardened = false;
     if ((v = nonempty(get, "PLIMSOLL_HARDENED"))) {
         if (strcmp(v, "1") && strcmp(v, "0"))
@@ -198,8 +204,7 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
         hardened = strcmp(v, "1") == 0;
     }
     if (refuse_if_set(get, "PLIMSOLL_TLS_CERT", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
-        refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
-        refuse_if_set(get, "SANDBOX_TOTAL_MEMORY_MB", "a total memory budget is not supported", err) < 0)
+        refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0)
         return -1;
     if (session_config_load(get, &c->sessions, err) < 0)
         return -1;
@@ -231,6 +236,9 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
             return -1;
         c->memory_set = c->memory_mb > 0;
     }
+    if ((v = nonempty(get, "SANDBOX_TOTAL_MEMORY_MB")) && /* checked against a run's memory in main.c */
+        parse_u32("SANDBOX_TOTAL_MEMORY_MB", v, 0, 1u << 30, &c->total_memory_mb, err) < 0)
+        return -1;
     if ((v = nonempty(get, "SANDBOX_PIDS"))) {
         if (parse_u32("SANDBOX_PIDS", v, 0, 4194304, &c->pids, err) < 0)
             return -1;
@@ -272,6 +280,8 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
     if (c->provider == CFG_QUICKJS && (c->cpus_set || c->pids_set || c->disk_set))
         return CFG_ERR(err, "%s is set, but the quickjs provider cannot enforce it; unset it",
                        c->cpus_set ? "SANDBOX_CPUS" : c->pids_set ? "SANDBOX_PIDS" : "SANDBOX_DISK_MB");
+    if (config_table_check(get, c, err) < 0) /* reference variables this build or provider does not read */
+        return -1;
     /* Last: the policy looks at the whole, validated configuration. */
     if (hardened && hardened_check(get, c, err) < 0)
         return -1;

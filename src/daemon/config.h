@@ -23,11 +23,13 @@ struct plm_config {
     const char *guard_addr; /* PLIMSOLL_GUARD_ADDR: the e2b egress guard's listener */
     bool insecure;
     bool ui; /* PLIMSOLL_UI=1 */
+    bool log_text; /* PLIMSOLL_LOG_FORMAT=text */
     enum cfg_provider provider;
     const char *provider_name; /* as the operator wrote it, lower-cased: "quickjs" or "wasm" ... */
     enum plm_tier min_isolation; /* UNKNOWN when unset */
     uint32_t max_concurrent, per_key_concurrent, rate_per_min, rate_burst;
     uint32_t memory_mb, pids, disk_mb;
+    uint32_t total_memory_mb; /* SANDBOX_TOTAL_MEMORY_MB; 0 = no budget */
     double cpus;
     bool memory_set, pids_set, disk_set, cpus_set;
     bool require_pinned; /* SANDBOX_REQUIRE_PINNED_IMAGES */

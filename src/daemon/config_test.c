@@ -54,7 +54,15 @@ int main(void)
     CHECK(load(ENV("SANDBOX_PROVIDER=microvm", "SANDBOX_CPUS=1.5"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_CPUS"));
     CHECK(load(ENV("SANDBOX_PROVIDER=microvm", "SANDBOX_CPUS=2", "SANDBOX_MEMORY_MB=512"), &c, &err) == 0 &&
           c.cpus == 2 && c.memory_mb == 512);
-    CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=TRUE"), &c, &err) == 0);
+    CHECK(load(ENV("SANDBOX_PROVIDER=docker", "SANDBOX_REQUIRE_PINNED_IMAGES=TRUE"), &c, &err) == 0 && c.require_pinned);
+    /* config_table.c: nothing to pin elsewhere; scoped and missing-feature variables stop startup */
+    CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=TRUE"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_REQUIRE_PINNED_IMAGES"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=quickjs", "SANDBOX_DOCKER_IMAGE=x"), &c, &err) < 0 &&
+          strstr(err.msg, "SANDBOX_DOCKER_IMAGE") && strstr(err.msg, "only docker"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=docker", "SANDBOX_DOCKER_IMAGE=x"), &c, &err) == 0);
+    CHECK(load(ENV("SANDBOX_PROVIDER=e2b", "SANDBOX_PAID_SECONDS_PER_DAY=3600"), &c, &err) < 0 &&
+          strstr(err.msg, "SANDBOX_PAID_SECONDS_PER_DAY"));
+    CHECK(load(ENV("SANDBOX_DOCKERCLOUD_IMAGE=x"), &c, &err) < 0 && strstr(err.msg, "dockercloud"));
     CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES="), &c, &err) == 0);
     CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=0"), &c, &err) == 0);
     CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=yes"), &c, &err) < 0);

@@ -14,10 +14,12 @@
 #include "../core/admission.h"
 #include "../server/auth.h"
 #include "../server/log.h"
+#include "../server/metrics_series.h"
 #include "../server/server.h"
 #include "../server/session_rpc.h"
 #include "../server/ui_ring.h"
 #include "config.h"
+#include "config_table.h"
 #include "providers.h"
 
 extern char **environ;
@@ -82,6 +84,7 @@ int main(int argc, char **argv)
     config_warn_unknown(environ);
     if (config_load(env_get, &cfg, &err) < 0)
         return die("configuration", &err);
+    log_set_text(cfg.log_text);
 
     struct auth *auth = auth_new(cfg.clients_file, cfg.token, &err);
     if (!auth)
@@ -127,14 +130,25 @@ int main(int argc, char **argv)
                 tier_name(cfg.min_isolation), p->ops->name, tier_name(p->ops->tier(p)));
         goto out;
     }
+    struct plm_describe pd;
+    p->ops->describe(p, &pd); /* the per-run memory SANDBOX_TOTAL_MEMORY_MB reserves */
+    if (config_memory_budget(cfg.total_memory_mb, pd.memory_mb, p->ops->name, &err) < 0) {
+        die("configuration", &err);
+        goto out;
+    }
     struct adm_config ac = {.max_concurrent = cfg.max_concurrent, .per_key_concurrent = cfg.per_key_concurrent,
-                            .rate_per_min = cfg.rate_per_min, .rate_burst = cfg.rate_burst};
+                            .rate_per_min = cfg.rate_per_min, .rate_burst = cfg.rate_burst,
+                            .total_memory_mb = cfg.total_memory_mb, .run_memory_mb = pd.memory_mb};
     adm = adm_new(&ac);
     if (!adm) {
         fprintf(stderr, "plimsolld: out of memory\n");
         goto out;
     }
     if (grants && grants->n && !(counters.host_calls = calloc(grants->n, sizeof *counters.host_calls))) {
+        fprintf(stderr, "plimsolld: out of memory\n");
+        goto out;
+    }
+    if (metrics_series_init(grants) < 0) {
         fprintf(stderr, "plimsolld: out of memory\n");
         goto out;
     }
@@ -179,6 +193,7 @@ out:
     adm_free(adm);
     plm_provider_free(p);
     free(counters.host_calls);
+    metrics_series_free();
     brk_profiles_free(grants);
     auth_free(auth);
     return rc;

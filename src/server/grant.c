@@ -4,6 +4,7 @@
  * two texts that never contain it. A grant ends when the run's code ends (grant_end is called
  * right after the provider returns), so a leftover process's later calls are refused. */
 #include "grant.h"
+#include "metrics_series.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,7 @@ void grant_end(struct grant *g, json_t *audit)
         g->allowed = t.allowed;
         g->denied = t.denied;
         g->shed = t.shed;
+        metrics_note_host_calls(g->profile, &t); /* per-route series of /metrics */
         brk_trace_done(&t);
     }
     if (audit) {

@@ -1,6 +1,7 @@
 /* log.c: structured log lines. jansson escapes every outside string, so a caller's or guest's
  * control characters cannot forge a line. */
 #include "log.h"
+#include "log_text.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +11,9 @@
 #include <unistd.h>
 
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool log_text; /* PLIMSOLL_LOG_FORMAT=text: set once at startup, before any thread */
+
+void log_set_text(bool text) { log_text = text; }
 
 void log_event(const char *level, const char *event, json_t *fields)
 {
@@ -31,7 +35,7 @@ void log_event(const char *level, const char *event, json_t *fields)
     if (fields)
         json_object_update(o, fields);
     json_decref(fields);
-    char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    char *line = log_text ? log_text_line(o) : json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);
     if (!line)
         return;

@@ -2,6 +2,10 @@
  * `ts`, `level`, `event`, then the caller's fields. Never pass tokens, bodies, code or guest output. */
 #pragma once
 #include <jansson.h>
+#include <stdbool.h>
+
+/* PLIMSOLL_LOG_FORMAT=text: the same fields as logfmt (log_text.h). Call before any thread starts. */
+void log_set_text(bool text);
 
 /* Takes ownership of fields (may be NULL). Thread-safe; each line is written with one write(2). */
 void log_event(const char *level, const char *event, json_t *fields);

@@ -1,4 +1,4 @@
-/* metrics.c: counters as Prometheus text. Reads only atomics and the limiter's counters. */
+/* metrics.c: the metrics listener and its scope check; the series are metrics_series.c's. */
 #include "metrics.h"
 
 #include <jansson.h>
@@ -10,18 +10,11 @@
 #include <strings.h>
 #include <time.h>
 
-#include "../broker/profiles.h"
 #include "log.h"
+#include "metrics_series.h"
 
-static atomic_uint_fast64_t shed_decode;
 static const struct rpc_env *metrics_env;
 static const struct auth *metrics_auth;
-
-void metrics_shed(const char *reason)
-{
-    if (strcmp(reason, "decode") == 0)
-        atomic_fetch_add(&shed_decode, 1);
-}
 
 void metrics_readyz_failed(const char *detail)
 {
@@ -39,30 +32,6 @@ void metrics_readyz_failed(const char *detail)
         json_object_set_new(f, "detail", d ? d : json_string("(not UTF-8)"));
         log_event("warning", "not_ready", f);
     }
-}
-
-/* Profile names are validated identifiers at load, so they are safe as label values. Takes
- * body; returns the longer text, or NULL out of memory. */
-static char *append_host_calls(char *body, const struct brk_profiles *ps, const struct rpc_host_calls *hc)
-{
-    char *out = NULL;
-    if (asprintf(&out, "%s# TYPE plimsoll_host_calls_total counter\n", body) < 0)
-        out = NULL;
-    free(body);
-    for (size_t i = 0; out && i < ps->n; i++) {
-        char *next = NULL;
-        if (asprintf(&next,
-                     "%splimsoll_host_calls_total{profile=\"%s\",verdict=\"allowed\"} %llu\n"
-                     "plimsoll_host_calls_total{profile=\"%s\",verdict=\"denied\"} %llu\n"
-                     "plimsoll_host_calls_total{profile=\"%s\",verdict=\"shed\"} %llu\n",
-                     out, ps->v[i].name, (unsigned long long)atomic_load(&hc[i].allowed), ps->v[i].name,
-                     (unsigned long long)atomic_load(&hc[i].denied), ps->v[i].name,
-                     (unsigned long long)atomic_load(&hc[i].shed)) < 0)
-            next = NULL;
-        free(out);
-        out = next;
-    }
-    return out;
 }
 
 static enum MHD_Result count_authz(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -108,26 +77,7 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *conn, const 
     } else if ((refused = refuse_scrape(conn, &status))) {
         body = strdup(refused);
     } else {
-        const struct rpc_counters *c = env->counters;
-        if (asprintf(&body,
-                     "# TYPE plimsoll_runs_total counter\nplimsoll_runs_total %llu\n"
-                     "# TYPE plimsoll_runs_failed_total counter\nplimsoll_runs_failed_total %llu\n"
-                     "# TYPE plimsoll_refused_total counter\nplimsoll_refused_total %llu\n"
-                     "# TYPE plimsoll_inflight gauge\nplimsoll_inflight %u\n"
-                     "# TYPE plimsoll_shed_total counter\n"
-                     "plimsoll_shed_total{reason=\"at_capacity\"} %llu\n"
-                     "plimsoll_shed_total{reason=\"per_key\"} %llu\n"
-                     "plimsoll_shed_total{reason=\"rate\"} %llu\n"
-                     "plimsoll_shed_total{reason=\"decode\"} %llu\n",
-                     (unsigned long long)atomic_load(&c->dispatched), (unsigned long long)atomic_load(&c->failed),
-                     (unsigned long long)atomic_load(&c->refused), adm_inflight(env->adm),
-                     (unsigned long long)adm_shed_count(env->adm, ADM_SHED_AT_CAPACITY),
-                     (unsigned long long)adm_shed_count(env->adm, ADM_SHED_PER_KEY),
-                     (unsigned long long)adm_shed_count(env->adm, ADM_SHED_RATE),
-                     (unsigned long long)atomic_load(&shed_decode)) < 0)
-            body = NULL;
-        if (body && env->grants && c->host_calls)
-            body = append_host_calls(body, env->grants, c->host_calls);
+        body = metrics_render(env);
     }
     if (!body)
         return MHD_NO;

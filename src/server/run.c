@@ -21,6 +21,7 @@
 #include "../wire/convert.h"
 #include "grant.h"
 #include "log.h"
+#include "metrics_series.h"
 #include "rpc.h"
 #include "rpc_int.h"
 #include "ui_ring.h"
@@ -301,7 +302,14 @@ static void audit(const struct run *r, const struct plm_err *err)
         json_object_set_new(f, "outcome", json_string("project"));
         json_object_set_new(f, "project_outcome", json_integer(res->project.outcome));
     }
-    json_object_set_new(f, "duration_us", json_integer((json_int_t)(clock_mono_us() - r->started_us)));
+    uint64_t us = clock_mono_us() - r->started_us;
+    json_object_set_new(f, "duration_us", json_integer((json_int_t)us));
+    metrics_note_run(err && plm_err_is_refusal(err)          ? MS_REFUSED
+                     : err                                   ? MS_ERROR
+                     : res->kind == PLM_KIND_PROJECT         ? MS_PROJECT
+                     : res->js.timed_out                     ? MS_TIMED_OUT
+                                                             : MS_EXITED,
+                     us);
     if (r->audit_extra)
         json_object_update(f, r->audit_extra);
     log_event("info", "run", f);

@@ -96,7 +96,7 @@ class Grants(WireCase):
 
     def test_budget(self):
         n0 = len(self.up.seen)
-        key = 'plimsoll_host_calls_total{profile="items",verdict="%s"}'
+        key = 'plimsoll_host_call_verdicts_total{profile="items",verdict="%s"}'
         m0 = self.d.metrics("prom-tok")
         code = ('(async () => { let ok = 0, no = 0; for (let i = 0; i < 8; i++) {'
                 ' try { await host.get("/v1/items/" + i); ok++ } catch (e) { no++ } }'
@@ -108,7 +108,7 @@ class Grants(WireCase):
         m1 = self.d.metrics("prom-tok")
         self.assertEqual(m1[key % "allowed"] - m0[key % "allowed"], 5)
         self.assertEqual(m1[key % "denied"] - m0[key % "denied"], 3)
-        self.assertIn('plimsoll_host_calls_total{profile="bulk",verdict="shed"}', m1)
+        self.assertIn('plimsoll_host_call_verdicts_total{profile="bulk",verdict="shed"}', m1)
 
     def stdout_of(self, data):
         import base64

@@ -23,6 +23,8 @@ trap cleanup EXIT INT TERM
 # 1. man pages
 out=$(mandoc -T lint -W style "$src/man/plimsolld.8" "$src/man/plimsoll.1" 2>&1) || fail "mandoc -T lint: $out"
 [ -z "$out" ] || fail "mandoc -T lint: $out"
+long=$(awk 'length > 80 { print FILENAME ":" FNR }' "$src/man/plimsolld.8" "$src/man/plimsoll.1")
+[ -z "$long" ] || fail "man page source lines over 80 characters: $long"
 for page in "$src/man/plimsolld.8" "$src/man/plimsoll.1"; do
     warn=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >"$tmp/rendered") || fail "man -l $page failed: $warn"
     [ -z "$warn" ] || fail "man -l $page: $warn"
