@@ -1,5 +1,5 @@
 /* config.c: reading and checking every variable of wire.md §17 that this daemon honours.
- * Variables for features this build does not have (TLS, sessions) stop startup when
+ * Variables for features this build does not have (a session pool, a memory budget) stop startup when
  * set: serving plaintext or running without sessions while the operator asked for them would be a
  * silent downgrade. */
 #include "config.h"
@@ -25,8 +25,8 @@ static const struct var vars[] = {
     {"PLIMSOLL_INSECURE", "-", "1 allows open dev mode (no token) with a real provider"},
     {"PLIMSOLL_LOG_FORMAT", "json", "log format; only json"},
     {"PLIMSOLL_HARDENED", "0", "1 enforces the production policy (wire.md §17; docs/operations.md): every unmet requirement stops startup"},
-    {"PLIMSOLL_TLS_CERT", "-", "TLS is not built in: terminate TLS in front; setting it stops startup"},
-    {"PLIMSOLL_TLS_KEY", "-", "see PLIMSOLL_TLS_CERT"},
+    {"PLIMSOLL_TLS_CERT", "-", "PEM certificate (chain): TLS 1.2+ on the RPC and metrics listeners; SIGHUP reloads"},
+    {"PLIMSOLL_TLS_KEY", "-", "PEM private key of PLIMSOLL_TLS_CERT; both or neither"},
     {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (docs/grants.md); a bad file stops startup"},
     {"PLIMSOLL_GUARD_ADDR", "-", "e2b egress-guard listener (host:port); required with E2B_GUARD_URL, e2b only"},
     {"PLIMSOLL_UI", "0", "1 serves the read-only run-card page on GET / and /ui (docs/ui.md)"},
@@ -197,9 +197,12 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
             return CFG_ERR(err, "PLIMSOLL_HARDENED=\"%s\": expected 1 or 0", v);
         hardened = strcmp(v, "1") == 0;
     }
-    if (refuse_if_set(get, "PLIMSOLL_TLS_CERT", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
-        refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
-        refuse_if_set(get, "SANDBOX_TOTAL_MEMORY_MB", "a total memory budget is not supported", err) < 0)
+    c->tls_cert = nonempty(get, "PLIMSOLL_TLS_CERT");
+    c->tls_key = nonempty(get, "PLIMSOLL_TLS_KEY");
+    if (!c->tls_cert != !c->tls_key) /* never half a TLS setup, never plaintext instead */
+        return CFG_ERR(err, "%s is set without %s; set both or neither", c->tls_cert ? "PLIMSOLL_TLS_CERT" : "PLIMSOLL_TLS_KEY",
+                       c->tls_cert ? "PLIMSOLL_TLS_KEY" : "PLIMSOLL_TLS_CERT");
+    if (refuse_if_set(get, "SANDBOX_TOTAL_MEMORY_MB", "a total memory budget is not supported", err) < 0)
         return -1;
     if (session_config_load(get, &c->sessions, err) < 0)
         return -1;
