@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,10 @@ static void on_accept(struct gate *g)
             }
             return;
         }
+        /* MHD writes an answer's head and body separately; relayed as they come, the second
+         * small segment would wait for the client's delayed ACK (40 ms) under Nagle. */
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct peer_key k;
         key_of((struct sockaddr *)&ss, &k);
         if (!peer_acquire(g, &k)) {
@@ -137,7 +142,9 @@ static void on_accept(struct gate *g)
         while (g->conns[i].st != C_FREE)
             i++;
         struct conn *c = &g->conns[i];
+        bool queued = c->again; /* a closed predecessor may still be on the again list */
         memset(c, 0, sizeof *c);
+        c->again = queued;
         c->cfd = fd;
         c->mfd = -1;
         c->key = k;

@@ -44,6 +44,7 @@ struct conn {
     socklen_t alen;
     char *in;  /* plaintext from the client; the first in_ok bytes are checked and go to MHD */
     size_t in_len, in_cap, in_ok;
+    size_t scanned; /* bytes of the current head already searched for its end */
     char *out; /* bytes for the client (MHD's answers, or our refusal) */
     size_t out_len, out_off, out_cap;
     unsigned long long body_left;

@@ -240,8 +240,17 @@ static size_t step_frame(struct gate *g, struct conn *c, uint64_t now)
     case C_HEAD: {
         if (c->in_len == c->in_ok)
             return 0;
+        /* The full check runs only once the head may have ended (an empty line, CRLF or bare
+         * LF style), grown past the limit, or the peer closed: a head trickled byte by byte
+         * costs one search of each new byte, not a rescan of the whole head per byte. */
+        const char *head = c->in + c->in_ok;
+        size_t len = c->in_len - c->in_ok, from = c->scanned > 2 ? c->scanned - 2 : 0;
+        bool ended = memmem(head + from, len - from, "\n\n", 2) || memmem(head + from, len - from, "\n\r\n", 3);
+        c->scanned = len;
+        if (!ended && len <= LIM_HEADER_MAX && !c->client_eof)
+            return 0;
         struct httphead h;
-        switch (httphead_check(c->in + c->in_ok, c->in_len - c->in_ok, &h)) {
+        switch (httphead_check(head, len, &h)) {
         case HTTPHEAD_MORE:
             if (c->client_eof)
                 relay_close(g, c); /* the peer ended inside a head */
@@ -259,6 +268,7 @@ static size_t step_frame(struct gate *g, struct conn *c, uint64_t now)
             return 1;
         }
         c->in_ok += h.head_len;
+        c->scanned = 0;
         c->answers_due++;
         respframe_expect(&c->rf, h.is_head);
         c->body_left = h.content_length;
