@@ -13,29 +13,9 @@ LG=${3:-build/bench/loadgen}
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-3}
 tmp=$(mktemp -d)
-DPID=
-trap '[ -n "$DPID" ] && kill "$DPID" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
-start_daemon() { # daemon env... ; sets PORT, DPID
-    local bin=$1
-    shift
-    env "$@" PLIMSOLL_ADDR=127.0.0.1:0 PLIMSOLL_METRICS_ADDR=off SANDBOX_RATE_PER_MIN=0 "$bin" 2>"$tmp/daemon.log" &
-    DPID=$!
-    PORT=
-    for _ in $(seq 1 300); do
-        PORT=$(python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    try: o=json.loads(l)
-    except ValueError: continue
-    if o.get("event")=="listening": print(o["port"]); break' "$tmp/daemon.log" 2>/dev/null || true)
-        [ -n "$PORT" ] && return 0
-        sleep 0.1
-    done
-    echo "front_bench: daemon did not start" >&2
-    cat "$tmp/daemon.log" >&2
-    exit 1
-}
-stop_daemon() { kill -TERM "$DPID"; wait "$DPID" || true; DPID=; }
+. "$(dirname "$0")/daemon.sh" # start_daemon, stop_daemon (on $DAEMON)
 label() { sed "s/^{/{\"daemon\":\"$1\",/"; }
 
 echo '{}' >"$tmp/describe.json"
@@ -43,9 +23,10 @@ echo '{"protocol":3,"javascript":{"code":"console.log(\"hi\", 6*7)"}}' >"$tmp/ru
 QJS=(SANDBOX_PROVIDER=quickjs PLIMSOLL_INSECURE=1 SANDBOX_MAX_CONCURRENT=8 SANDBOX_PER_KEY_CONCURRENT=8)
 
 lines() { # label daemon env...
-    local l=$1 bin=$2
+    local l=$1
+    DAEMON=$2
     shift 2
-    start_daemon "$bin" "$@"
+    start_daemon "$@"
     "$LG" 127.0.0.1 "$PORT" /plimsoll.v1.SandboxService/Describe "$tmp/describe.json" application/json 1 "$SECS" | label "$l"
     "$LG" 127.0.0.1 "$PORT" /plimsoll.v1.SandboxService/Run "$tmp/run.json" application/json 1 "$SECS" | label "$l"
     "$LG" 127.0.0.1 "$PORT" /plimsoll.v1.SandboxService/Run "$tmp/run.json" application/json 8 "$SECS" | label "$l"

@@ -9,6 +9,7 @@ import concurrent.futures as cf
 import hashlib
 import json
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -402,8 +403,18 @@ def status_of(answer):
     return int(line[1]) if len(line) >= 2 and line[1].isdigit() else None
 
 
-class Strictness(WireCase):
-    """Finding 6: HTTP parsing quirks are refused before libmicrohttpd sees the request."""
+def read_to_close(s):
+    """Everything the daemon sends on s until it closes the connection."""
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return out
+        out += chunk
+
+
+class OneQuickjsDaemon(WireCase):
+    """One quickjs daemon with the five callers' clients file, for the whole class."""
 
     @classmethod
     def setUpClass(cls):
@@ -416,6 +427,10 @@ class Strictness(WireCase):
     @classmethod
     def tearDownClass(cls):
         assert cls.d.stop() == 0
+
+
+class Strictness(OneQuickjsDaemon):
+    """Finding 6: HTTP parsing quirks are refused before libmicrohttpd sees the request."""
 
     def run_request(self, head_lines, body=b"", path=PROC + "Run", eol=b"\r\n"):
         head = eol.join([("POST %s HTTP/1.1" % path).encode()] + head_lines) + eol + eol
@@ -490,21 +505,9 @@ class Strictness(WireCase):
             self.assertEqual(status_of(ans), 431, ans[:300])
 
 
-class KeepAlive(WireCase):
+class KeepAlive(OneQuickjsDaemon):
     """The relaying gate: a kept-alive connection carries many requests and EVERY head on it is
     checked before libmicrohttpd sees it (not only the first)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp()
-        cls.clients = os.path.join(cls.tmp, "clients.json")
-        write_clients(cls.clients)
-        cls.d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": cls.clients,
-                        "SANDBOX_RATE_PER_MIN": "0"})
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.d.stop() == 0
 
     def run_bytes(self, code="console.log(1)", extra=b""):
         body = json.dumps(js(code)).encode()
@@ -546,12 +549,7 @@ class KeepAlive(WireCase):
         self.assertEqual(status_of(ans), 200, ans[:300])
         with socket.create_connection(("127.0.0.1", self.d.port), timeout=10) as s:
             s.sendall(first + b"GET /%68ealthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            out = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                out += chunk
+            out = read_to_close(s)
             self.assertEqual(out.count(b"HTTP/1.1 "), 2, out[:600])
             self.assertIn(b"HTTP/1.1 400 ", out)
             self.assertIn(b"percent-encoded", out)
@@ -569,16 +567,40 @@ class KeepAlive(WireCase):
             time.sleep(2.0)  # idle (parked) is not the head's time
             t0 = time.monotonic()
             s.sendall(b"GET /healthz HTTP/1.1\r\n")
-            out = b""
-            while True:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                out += chunk
+            out = read_to_close(s)
             secs = time.monotonic() - t0
             self.assertEqual(status_of(out), 408, out)
             self.assertGreater(secs, 4.0)
             self.assertLess(secs, 7.0)
+
+
+class KeepAliveDrain(WireCase):
+    def test_sigterm_finishes_the_answer_in_flight_and_closes_idle_connections(self):
+        tmp = tempfile.mkdtemp()
+        clients = os.path.join(tmp, "clients.json")
+        write_clients(clients)
+        d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": clients, "SANDBOX_RATE_PER_MIN": "0"})
+        idle = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+        busy = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+        try:
+            ans = raw_exchange(d.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", sock=idle)
+            self.assertEqual(status_of(ans), 200)
+            body = json.dumps(js("const t = Date.now(); while (Date.now() - t < 1500) {} console.log(7)")).encode()
+            busy.sendall(b"POST %sRun HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s"
+                         % (PROC.encode(), token("alice").encode(), len(body), body))
+            time.sleep(0.5)
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(read_to_close(idle), b"")  # idle: closed without a word
+            out = read_to_close(busy)  # in flight: its answer, then the close
+            self.assertEqual(status_of(out), 200, out[:300])
+            self.assertIn(b'"stdout":"Nwo="', out)
+            self.assertEqual(d.wait_exit(30), 0)
+        finally:
+            idle.close()
+            busy.close()
+            if d.proc.poll() is None:
+                d.kill()
 
 
 class Metrics(WireCase):
