@@ -1,6 +1,7 @@
 #!/bin/bash
 # front_bench.sh: what the gate's relay costs, side by side in one run (docs/decisions.md).
-#   bench/front_bench.sh BASE_DAEMON NEW_DAEMON [LOADGEN]
+#   [PRE=PRE_DAEMON] bench/front_bench.sh BASE_DAEMON NEW_DAEMON [LOADGEN]
+# (PRE: optionally a third build, e.g. one from before the gate existed, measured the same way)
 # For each daemon, alternating BASE/NEW for ROUNDS rounds (default 3) of SECS seconds (default 3):
 # Describe at concurrency 1 (disabled provider) and a quickjs snippet Run at concurrency 1 and 8,
 # all on keep-alive connections (bench/loadgen reconnects only when the server closes; its
@@ -36,6 +37,7 @@ lines() { # label daemon env...
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=bench \
     -addext subjectAltName=IP:127.0.0.1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
 for r in $(seq 1 "$ROUNDS"); do
+    [ -n "${PRE:-}" ] && lines pre "$PRE" "${QJS[@]}"
     lines base "$BASE" "${QJS[@]}"
     lines new "$NEW" "${QJS[@]}"
     LOADGEN_TLS_CA=$tmp/cert.pem lines new-tls "$NEW" "${QJS[@]}" PLIMSOLL_TLS_CERT="$tmp/cert.pem" PLIMSOLL_TLS_KEY="$tmp/key.pem"
