@@ -235,7 +235,7 @@ static size_t step_read_client(struct gate *g, struct conn *c, uint64_t now)
 }
 
 static size_t step_frame(struct gate *g, struct conn *c, uint64_t now)
-{
+{ /* calls itself once, from a valid head into its body */
     switch (c->st) {
     case C_HEAD: {
         if (c->in_len == c->in_ok)
@@ -275,6 +275,8 @@ static size_t step_frame(struct gate *g, struct conn *c, uint64_t now)
         c->head_from = 0;
         c->body_from = now;
         c->st = c->body_left ? C_BODY : C_ANSWER;
+        if (c->st == C_BODY)
+            step_frame(g, c, now); /* clear the body bytes already here: MHD gets one write, one wake-up */
         return 1;
     }
     case C_BODY: {
@@ -338,6 +340,14 @@ static size_t step_read_mhd(struct conn *c, uint64_t now)
     ssize_t n = recv(c->mfd, c->out + c->out_len, c->out_cap - c->out_len, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return 0;
+    /* a full buffer with more waiting: take it all before writing, so one answer leaves in one
+     * send rather than a segment per buffer */
+    while (n > 0 && c->out_len + (size_t)n == c->out_cap && grow(&c->out, &c->out_cap, RELAY_OUT_MAX)) {
+        ssize_t more = recv(c->mfd, c->out + c->out_len + n, c->out_cap - c->out_len - (size_t)n, MSG_DONTWAIT);
+        if (more <= 0)
+            break; /* EAGAIN, or EOF/error seen again on the next step */
+        n += more;
+    }
     if (n <= 0) {
         if (n < 0 && errno == EINTR)
             return 1;
