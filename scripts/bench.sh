@@ -12,23 +12,8 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
-start_daemon() { # env... ; sets PORT and DPID
-    env "$@" PLIMSOLL_ADDR=127.0.0.1:0 PLIMSOLL_METRICS_ADDR=off SANDBOX_RATE_PER_MIN=0 \
-        "$BUILD/plimsolld" 2>"$tmp/daemon.log" &
-    DPID=$!
-    for _ in $(seq 1 300); do
-        PORT=$(python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    try: o=json.loads(l)
-    except ValueError: continue
-    if o.get("event")=="listening": print(o["port"]); break' "$tmp/daemon.log" 2>/dev/null || true)
-        [ -n "$PORT" ] && return 0
-        sleep 0.1
-    done
-    echo "bench: daemon did not start" >&2; cat "$tmp/daemon.log" >&2; exit 1
-}
-
-stop_daemon() { kill -TERM "$DPID"; wait "$DPID" || true; }
+DAEMON=$BUILD/plimsolld
+. bench/daemon.sh # start_daemon, stop_daemon
 
 daemon_p50() { # daemon-side duration_us of audit lines with the given outcome
     python3 - "$tmp/daemon.log" "$1" <<'PY'

@@ -26,6 +26,7 @@ mcp         fuzz_mcp
 posture     fuzz_docker_posture
 microvm     fuzz_microvm_frames
 e2b_cellscan fuzz_e2b_cellscan
+respframe   fuzz_respframe
 '
 
 if [ ! -f build-fuzz/build.ninja ]; then

@@ -1,6 +1,6 @@
 /* config.c: reading and checking every variable of wire.md §17 that this daemon honours.
- * Variables for features this build does not have stop startup when set (TLS here, the rest and
- * the provider-scoped ones in config_table.c): serving plaintext, or running without a feature
+ * Variables for features this build does not have stop startup when set (in config_table.c, with
+ * the provider-scoped ones): serving plaintext, or running without a feature
  * the operator asked for, would be a silent downgrade. */
 #include "config.h"
 #include "config_table.h"
@@ -26,8 +26,8 @@ static const struct var vars[] = {
     {"PLIMSOLL_INSECURE", "-", "1 allows open dev mode (no token) with a real provider"},
     {"PLIMSOLL_LOG_FORMAT", "json", "json (one object per line) or text (logfmt key=value lines)"},
     {"PLIMSOLL_HARDENED", "0", "1 enforces the production policy (wire.md §17; docs/operations.md): every unmet requirement stops startup"},
-    {"PLIMSOLL_TLS_CERT", "-", "TLS is not built in: terminate TLS in front; setting it stops startup"},
-    {"PLIMSOLL_TLS_KEY", "-", "see PLIMSOLL_TLS_CERT"},
+    {"PLIMSOLL_TLS_CERT", "-", "PEM certificate (chain): TLS 1.2+ on the RPC and metrics listeners; SIGHUP reloads"},
+    {"PLIMSOLL_TLS_KEY", "-", "PEM private key of PLIMSOLL_TLS_CERT; both or neither"},
     {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (docs/grants.md); a bad file stops startup"},
     {"PLIMSOLL_GUARD_ADDR", "-", "e2b egress-guard listener (host:port); required with E2B_GUARD_URL, e2b only"},
     {"PLIMSOLL_UI", "0", "1 serves the read-only run-card page on GET / and /ui (docs/ui.md)"},
@@ -166,13 +166,6 @@ static int parse_cpus(const char *v, double *out, struct plm_err *err)
     return 0;
 }
 
-static int refuse_if_set(const char *(*get)(const char *), const char *name, const char *why, struct plm_err *err)
-{
-    if (nonempty(get, name))
-        return CFG_ERR(err, "%s is set, but %s", name, why);
-    return 0;
-}
-
 int config_load(const char *(*get)(const char *), struct plm_config *c, struct plm_err *err)
 {
     memset(c, 0, sizeof *c);
@@ -203,9 +196,11 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
             return CFG_ERR(err, "PLIMSOLL_HARDENED=\"%s\": expected 1 or 0", v);
         hardened = strcmp(v, "1") == 0;
     }
-    if (refuse_if_set(get, "PLIMSOLL_TLS_CERT", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0 ||
-        refuse_if_set(get, "PLIMSOLL_TLS_KEY", "TLS is not built into this daemon; terminate TLS in front of it", err) < 0)
-        return -1;
+    c->tls_cert = nonempty(get, "PLIMSOLL_TLS_CERT");
+    c->tls_key = nonempty(get, "PLIMSOLL_TLS_KEY");
+    if (!c->tls_cert != !c->tls_key) /* never half a TLS setup, never plaintext instead */
+        return CFG_ERR(err, "%s is set without %s; set both or neither", c->tls_cert ? "PLIMSOLL_TLS_CERT" : "PLIMSOLL_TLS_KEY",
+                       c->tls_cert ? "PLIMSOLL_TLS_KEY" : "PLIMSOLL_TLS_CERT");
     if (session_config_load(get, &c->sessions, err) < 0)
         return -1;
 

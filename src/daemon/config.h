@@ -21,6 +21,7 @@ struct plm_config {
     const char *clients_file;
     const char *grants_file;
     const char *guard_addr; /* PLIMSOLL_GUARD_ADDR: the e2b egress guard's listener */
+    const char *tls_cert, *tls_key; /* PLIMSOLL_TLS_CERT/_KEY: both or neither (loaded by main) */
     bool insecure;
     bool ui; /* PLIMSOLL_UI=1 */
     bool log_text; /* PLIMSOLL_LOG_FORMAT=text */

@@ -73,7 +73,10 @@ int main(void)
     CHECK(load(ENV("SANDBOX_RATE_PER_MIN=0"), &c, &err) == 0 && c.rate_per_min == 0);
     CHECK(load(ENV("SANDBOX_MIN_ISOLATION=vm"), &c, &err) == 0 && c.min_isolation == PLM_TIER_VM);
     CHECK(load(ENV("SANDBOX_MIN_ISOLATION=VM"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_MIN_ISOLATION"));
-    CHECK(load(ENV("PLIMSOLL_TLS_CERT=/x"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_TLS_CERT"));
+    CHECK(load(ENV("PLIMSOLL_TLS_CERT=/x"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_TLS_CERT is set without PLIMSOLL_TLS_KEY"));
+    CHECK(load(ENV("PLIMSOLL_TLS_KEY=/y"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_TLS_KEY is set without PLIMSOLL_TLS_CERT"));
+    CHECK(load(ENV("PLIMSOLL_TLS_CERT=/x", "PLIMSOLL_TLS_KEY=/y"), &c, &err) == 0 && !strcmp(c.tls_cert, "/x") &&
+          !strcmp(c.tls_key, "/y"));
     CHECK(load(ENV("PLIMSOLL_GRANTS_FILE=/x"), &c, &err) == 0 && strcmp(c.grants_file, "/x") == 0);
     CHECK(load(ENV("SANDBOX_MAX_SESSIONS=4"), &c, &err) == 0 && c.sessions.max_sessions == 4);
     CHECK(load(ENV("PLIMSOLL_INSECURE=yes"), &c, &err) < 0);
@@ -100,6 +103,11 @@ int main(void)
     CHECK(load(ENV(HARD_MICROVM, "PLIMSOLL_ADDR=[::1]:8746", "PLIMSOLL_METRICS_ADDR=off"), &c, &err) == 0);
     CHECK(load(ENV(HARD_MICROVM, "PLIMSOLL_METRICS_ADDR=0.0.0.0:9464"), &c, &err) < 0 &&
           strstr(err.msg, "PLIMSOLL_METRICS_ADDR=0.0.0.0:9464") && strstr(err.msg, "1 requirement unmet"));
+    /* TLS meets "TLS whenever the listener is not loopback", on RPC and metrics alike */
+    CHECK(load(ENV(HARD_MICROVM, "PLIMSOLL_ADDR=0.0.0.0:8746", "PLIMSOLL_METRICS_ADDR=0.0.0.0:9464"), &c, &err) < 0 &&
+          strstr(err.msg, "PLIMSOLL_ADDR=0.0.0.0:8746") && strstr(err.msg, "2 requirements unmet"));
+    CHECK(load(ENV(HARD_MICROVM, "PLIMSOLL_ADDR=0.0.0.0:8746", "PLIMSOLL_METRICS_ADDR=0.0.0.0:9464", "PLIMSOLL_TLS_CERT=/c.pem",
+                   "PLIMSOLL_TLS_KEY=/k.pem"), &c, &err) == 0);
     CHECK(load(ENV(HARD_MICROVM, "PLIMSOLL_INSECURE=1"), &c, &err) < 0 && strstr(err.msg, "multi-client"));
     CHECK(load(ENV(HARD_MICROVM, "SANDBOX_MAX_SESSIONS=4"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_MAX_SESSIONS_PER_CALLER"));
     CHECK(load(ENV(HARD_MICROVM, "SANDBOX_MAX_SESSIONS=4", "SANDBOX_MAX_SESSIONS_PER_CALLER=2"), &c, &err) == 0);

@@ -10,8 +10,8 @@
 
 #include "../core/hostport.h"
 
-/* Loopback only: an address this build would serve in clear text to anything but this host is a
- * TLS requirement we cannot meet (no TLS in this build). */
+/* "TLS whenever the listener is not loopback": PLIMSOLL_TLS_CERT/_KEY serve TLS on the RPC and
+ * metrics listeners; the guard listener has no TLS in this build, so it must be loopback. */
 static bool addr_is_loopback(const char *addr)
 {
     struct sockaddr_storage ss;
@@ -63,12 +63,13 @@ int hardened_check(const char *(*get)(const char *), struct plm_config *c, struc
             c->provider_name ? c->provider_name : "disabled");
     if (!c->clients_file || c->insecure)
         add(&u, "multi-client authentication (PLIMSOLL_CLIENTS_FILE, not insecure)");
-    if (!addr_is_loopback(c->addr))
-        add(&u, "TLS on PLIMSOLL_ADDR=%s (no TLS in this build: listen on loopback)", c->addr);
-    if (c->metrics_addr && strcasecmp(c->metrics_addr, "off") && !addr_is_loopback(c->metrics_addr))
-        add(&u, "TLS on PLIMSOLL_METRICS_ADDR=%s (no TLS in this build)", c->metrics_addr);
+    bool tls = c->tls_cert && c->tls_key;
+    if (!tls && !addr_is_loopback(c->addr))
+        add(&u, "TLS on PLIMSOLL_ADDR=%s (set PLIMSOLL_TLS_CERT and PLIMSOLL_TLS_KEY, or listen on loopback)", c->addr);
+    if (!tls && c->metrics_addr && strcasecmp(c->metrics_addr, "off") && !addr_is_loopback(c->metrics_addr))
+        add(&u, "TLS on PLIMSOLL_METRICS_ADDR=%s (set PLIMSOLL_TLS_CERT and PLIMSOLL_TLS_KEY)", c->metrics_addr);
     if (c->guard_addr && !addr_is_loopback(c->guard_addr))
-        add(&u, "TLS on PLIMSOLL_GUARD_ADDR=%s (no TLS in this build)", c->guard_addr);
+        add(&u, "TLS on PLIMSOLL_GUARD_ADDR=%s (the guard listener has no TLS in this build)", c->guard_addr);
     if (c->provider == CFG_DOCKER && !c->require_pinned)
         add(&u, "pinned images (SANDBOX_REQUIRE_PINNED_IMAGES=1)");
     if (c->provider == CFG_E2B)

@@ -16,6 +16,7 @@
 #include "../server/log.h"
 #include "../server/metrics_series.h"
 #include "../server/server.h"
+#include "../server/tls.h"
 #include "../server/session_rpc.h"
 #include "../server/ui_ring.h"
 #include "config.h"
@@ -46,7 +47,26 @@ static void log_started(const struct plm_config *cfg, struct plm_provider *p, st
     const char *mode = auth_mode(a) == AUTH_CLIENTS ? "clients" : auth_mode(a) == AUTH_TOKEN ? "token" : "open";
     json_object_set_new(f, "auth", json_string(mode));
     json_object_set_new(f, "max_concurrent", json_integer(cfg->max_concurrent));
+    json_object_set_new(f, "tls", json_boolean(cfg->tls_cert != NULL));
     log_event("info", "listening", f);
+}
+
+/* SIGHUP: new handshakes use the pair as it is on disk now; open connections keep theirs; a pair
+ * that does not load is logged and the old one kept. */
+static void reload_tls(struct tls_store *tls)
+{
+    struct plm_err err = {0};
+    json_t *f = json_object();
+    if (!tls) {
+        log_event("info", "sighup_ignored", f); /* no TLS: nothing to reload */
+        return;
+    }
+    if (tls_store_reload(tls, &err) < 0) {
+        json_object_set_new(f, "error", json_string(err.msg));
+        log_event("error", "tls_reload_failed", f);
+        return;
+    }
+    log_event("info", "tls_reloaded", f);
 }
 
 static void drain(struct srv *s, struct adm *adm)
@@ -76,6 +96,7 @@ int main(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP); /* reloads the TLS pair */
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -86,14 +107,20 @@ int main(int argc, char **argv)
         return die("configuration", &err);
     log_set_text(cfg.log_text);
 
-    struct auth *auth = auth_new(cfg.clients_file, cfg.token, &err);
-    if (!auth)
+    struct tls_store *tls = NULL;
+    if (cfg.tls_cert && !(tls = tls_store_new(cfg.tls_cert, cfg.tls_key, &err)))
         return die("configuration", &err);
+    struct auth *auth = auth_new(cfg.clients_file, cfg.token, &err);
+    if (!auth) {
+        tls_store_free(tls);
+        return die("configuration", &err);
+    }
     if (auth_mode(auth) == AUTH_OPEN && cfg.provider != CFG_DISABLED && !cfg.insecure) {
         fprintf(stderr, "plimsolld: configuration: SANDBOX_PROVIDER=%s runs code, but neither PLIMSOLL_TOKEN nor "
                         "PLIMSOLL_CLIENTS_FILE is set; set one, or PLIMSOLL_INSECURE=1 for open dev mode\n",
                 cfg.provider_name);
         auth_free(auth);
+        tls_store_free(tls);
         return 1;
     }
 
@@ -102,6 +129,7 @@ int main(int argc, char **argv)
         grants = brk_profiles_load(cfg.grants_file, NULL, &err);
         if (!grants) {
             auth_free(auth);
+            tls_store_free(tls);
             return die("configuration: PLIMSOLL_GRANTS_FILE", &err);
         }
     }
@@ -109,6 +137,7 @@ int main(int argc, char **argv)
     if (!p) {
         brk_profiles_free(grants);
         auth_free(auth);
+        tls_store_free(tls);
         return die("provider", &err);
     }
     int rc = 1;
@@ -169,7 +198,7 @@ int main(int argc, char **argv)
     struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
                             .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters,
                                     .sessions = sessions, .ring = ring},
-                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024, .ui = cfg.ui};
+                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024, .ui = cfg.ui, .tls = tls};
     srv = srv_start(&sc, &err);
     if (!srv) {
         die("listener", &err);
@@ -178,7 +207,8 @@ int main(int argc, char **argv)
     log_started(&cfg, p, srv, auth);
 
     int sig = 0;
-    sigwait(&sigs, &sig);
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+        reload_tls(tls);
     json_t *f = json_object();
     json_object_set_new(f, "signal", json_string(sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     log_event("info", "draining", f);
@@ -196,5 +226,6 @@ out:
     metrics_series_free();
     brk_profiles_free(grants);
     auth_free(auth);
+    tls_store_free(tls);
     return rc;
 }

@@ -51,6 +51,7 @@ struct req {
     size_t declared; /* Content-Length, 0 when absent: the body buffer is sized once from it */
     bool holds_decode_slot;
     bool answered;
+    bool deferred; /* a body-less health or UI request, answered on MHD's second call */
     uint64_t body_deadline_ms; /* the whole body must arrive by then (wire.md §18: 30 s) */
 };
 
@@ -106,9 +107,6 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, struct req *r, u
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", ctype);
-    /* One request per connection: every request head passes the gate's strict check, and a
-     * kept-alive connection would carry its next head past it. */
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     if (r->request_id[0])
         MHD_add_response_header(resp, "Plimsoll-Request-Id", r->request_id);
     if (not_dispatched)
@@ -304,6 +302,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->body.max = LIM_BODY_MAX;
         read_request_id(conn, r);
         r->route = s->cfg.ui && ui_route(url) ? R_UI : route_of(method, url);
+        /* libmicrohttpd 0.9.75 closes a connection whose answer was queued on the first call;
+         * a request without a body gets its second call at once, and keeps the connection. */
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if ((r->route == R_HEALTHZ || r->route == R_READYZ || r->route == R_UI) && (!cl || !strcmp(cl, "0"))) {
+            r->deferred = true;
+            return MHD_YES;
+        }
+        return first_call(s, conn, r, method, url);
+    }
+    if (r->deferred) {
+        r->deferred = false;
         return first_call(s, conn, r, method, url);
     }
     if (r->answered) {
@@ -375,21 +384,21 @@ static uint16_t bound_port(int fd)
                                           : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
-static struct MHD_Daemon *start_mhd(struct gate *g, unsigned max_conn, MHD_AccessHandlerCallback h, void *cls,
+static struct MHD_Daemon *start_mhd(unsigned max_conn, MHD_AccessHandlerCallback h, void *cls,
                                     MHD_RequestCompletedCallback done)
 {
-    /* No listening socket of its own: the gate accepts and hands over checked connections. */
+    /* No listening socket of its own: the gate (gate.h) accepts, checks every request head and
+     * relays each connection over a socketpair; keep-alive is the gate's to offer. */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
                      MHD_USE_NO_LISTEN_SOCKET;
     return MHD_start_daemon(flags, 0, NULL, NULL, h, cls, MHD_OPTION_CONNECTION_LIMIT, max_conn,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(LIM_IDLE_MS / 1000),
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(2 * LIM_HEADER_MAX),
-                            MHD_OPTION_NOTIFY_COMPLETED, done, cls,
-                            MHD_OPTION_NOTIFY_CONNECTION, gate_notify_connection, g, MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, done, cls, MHD_OPTION_END);
 }
 
 /* A listener: its socket, its gate, then the MHD daemon behind the gate. */
-static int start_listener(const char *var, const char *addr, unsigned max_conn, unsigned per_peer,
+static int start_listener(const char *var, const char *addr, unsigned max_conn, unsigned per_peer, struct tls_store *tls,
                           MHD_AccessHandlerCallback h, void *cls, MHD_RequestCompletedCallback done,
                           struct gate **gate_out, struct MHD_Daemon **mhd_out, uint16_t *port, struct plm_err *err)
 {
@@ -397,14 +406,15 @@ static int start_listener(const char *var, const char *addr, unsigned max_conn, 
     if (fd < 0)
         return -1;
     *port = bound_port(fd);
-    struct gate_config gc = {.listen_fd = fd, .max_pending = LIM_PENDING_CONNECTIONS, .per_peer = per_peer,
-                             .name = var};
+    /* waiting for a head or idle, plus those MHD holds */
+    struct gate_config gc = {.listen_fd = fd, .max_conns = LIM_PENDING_CONNECTIONS + (max_conn ? max_conn : 16),
+                             .per_peer = per_peer, .tls = tls, .name = var};
     struct gate *g = gate_new(&gc, err);
     if (!g) {
         close(fd);
         return -1;
     }
-    struct MHD_Daemon *mhd = h ? start_mhd(g, max_conn, h, cls, done) : metrics_start(g, cls);
+    struct MHD_Daemon *mhd = h ? start_mhd(max_conn, h, cls, done) : metrics_start(g, cls);
     if (!mhd) {
         gate_free(g);
         return plm_fail(err, 0, PLM_E_INTERNAL, "%s=%s: cannot start the HTTP server", var, addr);
@@ -434,13 +444,13 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
         plm_fail(err, 12, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
-    if (start_listener("PLIMSOLL_ADDR", cfg->addr, cfg->max_connections, per_peer, on_request, s, on_completed,
+    if (start_listener("PLIMSOLL_ADDR", cfg->addr, cfg->max_connections, per_peer, cfg->tls, on_request, s, on_completed,
                        &s->gate, &s->mhd, &s->port, err) < 0) {
         srv_free(s);
         return NULL;
     }
     if (cfg->metrics_addr && *cfg->metrics_addr && strcmp(cfg->metrics_addr, "off") != 0 &&
-        start_listener("PLIMSOLL_METRICS_ADDR", cfg->metrics_addr, 0, LIM_METRICS_PER_PEER, NULL, &s->cfg,
+        start_listener("PLIMSOLL_METRICS_ADDR", cfg->metrics_addr, 0, LIM_METRICS_PER_PEER, cfg->tls, NULL, &s->cfg,
                        NULL, &s->metrics_gate, &s->metrics, &s->metrics_port, err) < 0) {
         srv_free(s);
         return NULL;
@@ -450,12 +460,15 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
 
 uint16_t srv_port(const struct srv *s) { return s->port; }
 uint16_t srv_metrics_port(const struct srv *s) { return s->metrics_port; }
-unsigned srv_active(const struct srv *s) { return atomic_load(&((struct srv *)s)->active); }
+/* Handlers running, and connections whose request or answer is still moving through the gate. */
+unsigned srv_active(const struct srv *s) { return atomic_load(&((struct srv *)s)->active) + gate_busy(s->gate); }
 
 void srv_quiesce(struct srv *s)
 {
-    if (s)
-        gate_stop(s->gate); /* no new connections; those inside MHD go on */
+    if (s) { /* no new connections; requests in flight finish and their answers go out */
+        gate_quiesce(s->gate);
+        gate_quiesce(s->metrics_gate);
+    }
 }
 
 void srv_free(struct srv *s)

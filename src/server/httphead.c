@@ -57,6 +57,8 @@ enum httphead_verdict httphead_check(const char *buf, size_t len, struct httphea
 {
     out->head_len = 0;
     out->why = NULL;
+    out->content_length = 0;
+    out->chunked = out->is_head = 0;
     /* Pass 1: bytes and line endings, up to the empty line. */
     size_t end = 0, line_start = 0;
     for (size_t i = 0; i < len; i++) {
@@ -118,9 +120,13 @@ enum httphead_verdict httphead_check(const char *buf, size_t len, struct httphea
                 return bad(out, "more than one Content-Length");
             if (vlen == 0 || vlen > 19)
                 return bad(out, "invalid Content-Length");
-            for (size_t k = 0; k < vlen; k++)
+            unsigned long long cl = 0;
+            for (size_t k = 0; k < vlen; k++) {
                 if (val[k] < '0' || val[k] > '9')
                     return bad(out, "invalid Content-Length");
+                cl = cl * 10 + (unsigned)(val[k] - '0'); /* 19 digits cannot overflow */
+            }
+            out->content_length = cl;
         } else if (name_is(p, name_len, "Transfer-Encoding")) {
             if (++n_te > 1 || !(vlen == 7 && strncasecmp(val, "chunked", 7) == 0))
                 return bad(out, "unsupported Transfer-Encoding");
@@ -128,6 +134,8 @@ enum httphead_verdict httphead_check(const char *buf, size_t len, struct httphea
     }
     if (n_cl && n_te)
         return bad(out, "both Content-Length and Transfer-Encoding");
+    out->chunked = n_te > 0;
+    out->is_head = end > 5 && memcmp(buf, "HEAD ", 5) == 0;
     out->head_len = end;
     return HTTPHEAD_OK;
 }

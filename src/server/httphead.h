@@ -25,6 +25,10 @@ enum httphead_verdict {
 struct httphead {
     size_t head_len; /* bytes up to and including the empty line */
     const char *why; /* a fixed text naming the rule a refused head broke */
+    /* Framing of the body that follows a valid head (the relay forwards exactly this much): */
+    unsigned long long content_length; /* 0 when absent */
+    int chunked;                       /* Transfer-Encoding: chunked */
+    int is_head;                       /* method HEAD: the answer has no body */
 };
 
 /* buf holds the first len bytes the peer sent (any number, even beyond the head). */

@@ -15,6 +15,12 @@ int main(void)
     struct httphead h;
     const char *good = "POST /plimsoll.v1.SandboxService/Run HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
     CHECK(check(good, &h) == HTTPHEAD_OK && h.head_len == strlen(good) - 2);
+    /* the body framing the relay forwards */
+    CHECK(h.content_length == 2 && !h.chunked && !h.is_head);
+    CHECK(check("HEAD /healthz HTTP/1.1\r\n\r\n", &h) == HTTPHEAD_OK && h.is_head && h.content_length == 0);
+    CHECK(check("POST / HTTP/1.1\r\nContent-Length: 9999999999999999999\r\n\r\n", &h) == HTTPHEAD_OK &&
+          h.content_length == 9999999999999999999ull);
+    CHECK(check("POST / HTTP/1.1\r\ntransfer-encoding: Chunked\r\n\r\n", &h) == HTTPHEAD_OK && h.chunked);
     /* every strict prefix of the head needs more */
     size_t head = strlen(good) - 2;
     int more = 1;

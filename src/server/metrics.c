@@ -97,11 +97,11 @@ struct MHD_Daemon *metrics_start(struct gate *g, const struct srv_config *cfg)
 {
     metrics_env = &cfg->env;
     metrics_auth = cfg->auth;
-    /* Behind its own gate: connections arrive with a complete, checked head, and a GET has no
-     * body, so the one polling thread answers each at once; the gate's per-peer cap keeps one
-     * address from filling the 16 connections. */
+    (void)g;
+    /* Behind its own gate (which terminates TLS when configured): MHD sees only complete,
+     * checked heads relayed over a socketpair, and a GET has no body, so the one polling thread
+     * answers each at once; the gate's per-peer cap keeps one address from filling the 16. */
     return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET,
                             0, NULL, NULL, on_metrics, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                            MHD_OPTION_NOTIFY_CONNECTION, gate_notify_connection, g, MHD_OPTION_END);
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
 }

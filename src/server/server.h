@@ -6,6 +6,7 @@
 
 #include "../core/err.h"
 #include "rpc.h"
+#include "tls.h"
 
 struct srv;
 
@@ -19,12 +20,13 @@ struct srv_config {
     unsigned max_connections; /* connections inside MHD (complete heads) */
     unsigned per_peer;        /* connections per peer address; 0: LIM_CONN_PER_PEER */
     bool ui; /* PLIMSOLL_UI=1: serve the read-only page (ui.h) on GET /, /ui and /ui/... */
+    struct tls_store *tls;    /* PLIMSOLL_TLS_CERT/_KEY on both listeners; NULL: plain; not owned */
 };
 
 struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err);
 uint16_t srv_port(const struct srv *s);
 uint16_t srv_metrics_port(const struct srv *s);
-/* Stops accepting new connections; requests in flight go on. */
+/* Stops accepting new connections; requests in flight go on (srv_active counts them). */
 void srv_quiesce(struct srv *s);
 /* Requests currently inside a procedure handler. */
 unsigned srv_active(const struct srv *s);

@@ -9,7 +9,6 @@ added to either side without a row. Then, row by row, through the real daemon:
   with a message naming the variable; a provider-scoped variable stops startup on a provider
   that does not read it;
 - absent: setting it stops startup, naming it;
-- tls: PLIMSOLL_TLS_* belong to the TLS branch and are only checked to have a row.
 """
 import hashlib
 import json
@@ -26,7 +25,7 @@ from harness import DAEMON, Daemon  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data")
 TOKEN = "t" * 40
-STATUSES = {"implemented", "absent", "tls"}
+STATUSES = {"implemented", "absent"}
 PROVIDERS = {"disabled", "quickjs", "docker", "microvm", "e2b"}
 
 
@@ -85,8 +84,7 @@ class Table(unittest.TestCase):
         self.assertEqual(len(names), len(set(names)), "duplicate rows")
         for r in rows:
             self.assertIn(r["status"], STATUSES, r["name"])
-            if r["status"] != "tls":
-                self.assertIn("value", r, r["name"])
+            self.assertIn("value", r, r["name"])
             if r["status"] == "implemented":
                 # demonstrably read: an effect or at least one probe that stops startup
                 self.assertTrue(r.get("effect") or r.get("probes"), r["name"])
@@ -218,8 +216,6 @@ class Rows(unittest.TestCase):
     def run_row(self, row):
         name = row["name"]
         provider = row.get("provider", "disabled")
-        if row["status"] == "tls":
-            return "tls: implemented by the TLS branch, not exercised here"
         if row["status"] == "absent":
             env = self.env_for(provider, dict(row.get("env", {}), **{name: row["value"]}))
             self.stops(name, env, name)

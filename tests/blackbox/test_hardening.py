@@ -4,10 +4,12 @@ Each class attacks a running daemon as the issue's findings describe and checks 
 stays bounded, that other callers keep being answered, and that malformed HTTP is refused.
 Memory is read from /proc/<pid>/status (VmHWM, the peak resident set, and VmRSS).
 """
+import base64
 import concurrent.futures as cf
 import hashlib
 import json
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -358,17 +360,32 @@ class Trickling(WireCase):
             slow_bodies.close()
 
 
-def raw_exchange(port, data, timeout=10):
-    """Sends data as is on a fresh connection; returns everything the daemon answers until it
-    closes (b"" if it closed without answering)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+def one_answer_done(out):
+    """True once out holds a whole answer (head and Content-Length body): a kept-alive
+    connection stays open after it, so the reader must not wait for the close."""
+    end = out.find(b"\r\n\r\n")
+    if end < 0:
+        return False
+    length = 0
+    for line in out[:end].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    return len(out) >= end + 4 + length
+
+
+def raw_exchange(port, data, timeout=10, sock=None):
+    """Sends data as is (on a fresh connection, or sock); returns what the daemon answers: one
+    whole answer, or everything until it closes (b"" if it closed without answering)."""
+    s = sock or socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
         try:
             s.sendall(data)
         except OSError:
             pass
         out = b""
         try:
-            while True:
+            while not one_answer_done(out):
                 chunk = s.recv(65536)
                 if not chunk:
                     break
@@ -376,6 +393,9 @@ def raw_exchange(port, data, timeout=10):
         except OSError:
             pass
         return out
+    finally:
+        if sock is None:
+            s.close()
 
 
 def status_of(answer):
@@ -383,8 +403,18 @@ def status_of(answer):
     return int(line[1]) if len(line) >= 2 and line[1].isdigit() else None
 
 
-class Strictness(WireCase):
-    """Finding 6: HTTP parsing quirks are refused before libmicrohttpd sees the request."""
+def read_to_close(s):
+    """Everything the daemon sends on s until it closes the connection."""
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return out
+        out += chunk
+
+
+class OneQuickjsDaemon(WireCase):
+    """One quickjs daemon with the five callers' clients file, for the whole class."""
 
     @classmethod
     def setUpClass(cls):
@@ -397,6 +427,10 @@ class Strictness(WireCase):
     @classmethod
     def tearDownClass(cls):
         assert cls.d.stop() == 0
+
+
+class Strictness(OneQuickjsDaemon):
+    """Finding 6: HTTP parsing quirks are refused before libmicrohttpd sees the request."""
 
     def run_request(self, head_lines, body=b"", path=PROC + "Run", eol=b"\r\n"):
         head = eol.join([("POST %s HTTP/1.1" % path).encode()] + head_lines) + eol + eol
@@ -469,6 +503,104 @@ class Strictness(WireCase):
         for extra in (1, 8 * 1024):
             ans = raw_exchange(self.d.port, base + b"X-Pad: " + b"a" * (pad + extra) + b"\r\n\r\n" + body)
             self.assertEqual(status_of(ans), 431, ans[:300])
+
+
+class KeepAlive(OneQuickjsDaemon):
+    """The relaying gate: a kept-alive connection carries many requests and EVERY head on it is
+    checked before libmicrohttpd sees it (not only the first)."""
+
+    def run_bytes(self, code="console.log(1)", extra=b""):
+        body = json.dumps(js(code)).encode()
+        return (b"POST %sRun HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\n"
+                b"%sContent-Length: %d\r\n\r\n" % (PROC.encode(), token("alice").encode(), extra, len(body))) + body
+
+    def test_many_requests_on_one_connection(self):
+        with socket.create_connection(("127.0.0.1", self.d.port), timeout=10) as s:
+            for i in range(20):
+                ans = raw_exchange(self.d.port, self.run_bytes("console.log(%d)" % i), sock=s)
+                self.assertEqual(status_of(ans), 200, ans[:300])
+                self.assertIn(b'"stdout":"%s"' % base64.b64encode(b"%d\n" % i), ans)
+                self.assertNotIn(b"connection: close", ans.lower())
+                ans = raw_exchange(self.d.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", sock=s)
+                self.assertEqual(status_of(ans), 200, ans[:300])
+            # idle past the parking time (its MHD connection given back), then one more
+            time.sleep(1.5)
+            ans = raw_exchange(self.d.port, self.run_bytes("console.log(99)"), sock=s)
+            self.assertEqual(status_of(ans), 200, ans[:300])
+
+    def test_every_head_is_checked_not_only_the_first(self):
+        bad = [(b"GET /%68ealthz HTTP/1.1\r\nHost: x\r\n\r\n", b"percent-encoded"),
+               (self.run_bytes(extra=b"Content-Length: 5\r\n"), b"more than one Content-Length"),
+               (b"GET /healthz HTTP/1.1\nHost: x\n\n", b"bare LF"),
+               (b"GET /healthz HTTP/1.1\r\nX: a\0b\r\n\r\n", b"NUL")]
+        for second, why in bad:
+            with socket.create_connection(("127.0.0.1", self.d.port), timeout=10) as s:
+                ans = raw_exchange(self.d.port, self.run_bytes(), sock=s)
+                self.assertEqual(status_of(ans), 200, ans[:300])
+                ans = raw_exchange(self.d.port, second, sock=s)
+                self.assertEqual(status_of(ans), 400, ans[:300])
+                self.assertIn(why, ans)
+                self.assertEqual(s.recv(100), b"")  # and the connection is closed
+
+    def test_pipelined_smuggling_is_refused(self):
+        # a body longer than its Content-Length carries a second head: it is checked as a head
+        first = self.run_bytes()
+        ans = raw_exchange(self.d.port, first + b"GET /%68ealthz HTTP/1.1\r\nHost: x\r\n\r\n", timeout=10)
+        self.assertEqual(status_of(ans), 200, ans[:300])
+        with socket.create_connection(("127.0.0.1", self.d.port), timeout=10) as s:
+            s.sendall(first + b"GET /%68ealthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            out = read_to_close(s)
+            self.assertEqual(out.count(b"HTTP/1.1 "), 2, out[:600])
+            self.assertIn(b"HTTP/1.1 400 ", out)
+            self.assertIn(b"percent-encoded", out)
+
+    def test_chunked_body_is_refused_411(self):
+        ans = raw_exchange(self.d.port, b"POST %sRun HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           b"2\r\n{}\r\n0\r\n\r\n" % PROC.encode())
+        self.assertEqual(status_of(ans), 411, ans[:300])
+
+    def test_second_head_deadline_and_idle_parking(self):
+        # after one answer, a trickled second head is held to 5 s from its first byte
+        with socket.create_connection(("127.0.0.1", self.d.port), timeout=20) as s:
+            ans = raw_exchange(self.d.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", sock=s)
+            self.assertEqual(status_of(ans), 200)
+            time.sleep(2.0)  # idle (parked) is not the head's time
+            t0 = time.monotonic()
+            s.sendall(b"GET /healthz HTTP/1.1\r\n")
+            out = read_to_close(s)
+            secs = time.monotonic() - t0
+            self.assertEqual(status_of(out), 408, out)
+            self.assertGreater(secs, 4.0)
+            self.assertLess(secs, 7.0)
+
+
+class KeepAliveDrain(WireCase):
+    def test_sigterm_finishes_the_answer_in_flight_and_closes_idle_connections(self):
+        tmp = tempfile.mkdtemp()
+        clients = os.path.join(tmp, "clients.json")
+        write_clients(clients)
+        d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": clients, "SANDBOX_RATE_PER_MIN": "0"})
+        idle = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+        busy = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+        try:
+            ans = raw_exchange(d.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", sock=idle)
+            self.assertEqual(status_of(ans), 200)
+            body = json.dumps(js("const t = Date.now(); while (Date.now() - t < 1500) {} console.log(7)")).encode()
+            busy.sendall(b"POST %sRun HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s"
+                         % (PROC.encode(), token("alice").encode(), len(body), body))
+            time.sleep(0.5)
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(read_to_close(idle), b"")  # idle: closed without a word
+            out = read_to_close(busy)  # in flight: its answer, then the close
+            self.assertEqual(status_of(out), 200, out[:300])
+            self.assertIn(b'"stdout":"Nwo="', out)
+            self.assertEqual(d.wait_exit(30), 0)
+        finally:
+            idle.close()
+            busy.close()
+            if d.proc.poll() is None:
+                d.kill()
 
 
 class Metrics(WireCase):
