@@ -13,14 +13,14 @@ fi
 ninja -C build-fuzz fuzz/fuzz_json_decode fuzz/fuzz_binary_decode fuzz/fuzz_route fuzz/fuzz_docker_frames \
     fuzz/fuzz_quickjs_frames fuzz/fuzz_docker_http fuzz/fuzz_guestio_frames fuzz/fuzz_e2b_stream fuzz/fuzz_e2b_guard \
     fuzz/fuzz_limits_scan fuzz/fuzz_httphead fuzz/fuzz_session_duration fuzz/fuzz_mcp fuzz/fuzz_docker_posture \
-    fuzz/fuzz_microvm_frames
+    fuzz/fuzz_microvm_frames fuzz/fuzz_docker_sessframe
 
 # UBSan recovers by default; a finding must fail the run like an ASan one does.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1
 
 status=0
-for t in json binary route docker quickjs http guestio e2b_stream e2b_guard limits httphead duration mcp posture microvm; do
+for t in json binary route docker quickjs http guestio e2b_stream e2b_guard limits httphead duration mcp posture microvm sessframe; do
     target=fuzz_${t}_decode
     [ "$t" = route ] && target=fuzz_route
     [ "$t" = docker ] && target=fuzz_docker_frames
@@ -35,6 +35,7 @@ for t in json binary route docker quickjs http guestio e2b_stream e2b_guard limi
     [ "$t" = mcp ] && target=fuzz_mcp
     [ "$t" = posture ] && target=fuzz_docker_posture
     [ "$t" = microvm ] && target=fuzz_microvm_frames
+    [ "$t" = sessframe ] && target=fuzz_docker_sessframe
     # New inputs go to the first (git-ignored) directory; the checked-in seeds stay untouched.
     work=fuzz/corpus-$t
     mkdir -p "$work"

@@ -51,6 +51,7 @@ static const struct var vars[] = {
     {"SANDBOX_SESSION_DISK_MB", "1024", "a session's disk budget, 0 (unmeasured) to 1048576"},
     {"SANDBOX_DOCKER_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_PROJECT_IMAGE", "-", "docker provider"},
+    {"SANDBOX_DOCKER_SESSION_IMAGE", "plimsoll/session:latest", "docker provider, sessions on"},
     {"SANDBOX_DOCKER_MODULE_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_RUNTIME", "- (runc)", "docker provider: runsc for gVisor"},
     {"SANDBOX_DOCKER_SECCOMP", "-", "docker provider"},

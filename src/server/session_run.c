@@ -421,7 +421,9 @@ void rpc_session_run(const struct rpc_env *env, const struct principal *who, con
     }
     if (srun_dispatch(&r, &err) < 0) {
         if (plm_err_is_refusal(&err)) { /* nothing ran: no record, the idle deadline stays */
-            if (sreg_end_of(r.svc->reg, r.s, NULL, 0) == PLM_END_NONE)
+            if (r.ended != PLM_END_NONE) /* the provider found its sandbox gone before the call */
+                sess_end_now(r.svc, r.s, r.ended, "the sandbox ended before the call");
+            else if (sreg_end_of(r.svc->reg, r.s, NULL, 0) == PLM_END_NONE)
                 sess_arm_idle(r.svc, r.s, clock_mono_ms());
             sess_error(ans, &err, request_id, NULL);
             return;

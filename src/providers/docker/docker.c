@@ -109,7 +109,11 @@ static int ops_preflight(struct plm_provider *p, struct plm_err *err)
 
 static int ops_smoke(struct plm_provider *p, struct plm_err *err)
 {
-    return dock_smoke(st(p), err);
+    if (dock_smoke(st(p), err) < 0)
+        return -1;
+    if (st(p)->ref[DOCK_SESSION][0])
+        dock_session_sweep(st(p)); /* session containers of daemons that are gone */
+    return 0;
 }
 
 static int ops_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
@@ -133,7 +137,7 @@ static void state_free(struct dock_state *s)
      * It touches nothing of ours, but a clean exit waits for it, briefly. */
     dock_hostsock_quiesce(3000);
     free(s->pending);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < DOCK_KINDS; k++) {
         for (size_t i = 0; i < s->n_env[k]; i++)
             free(s->env[k][i]);
         free(s->env[k]);
@@ -164,6 +168,24 @@ static const struct plm_provider_ops docker_ops = {
     .smoke_test = ops_smoke,
     .run_javascript = ops_run_js,
     .run_project = ops_run_project,
+    .destroy = ops_destroy,
+};
+
+/* The same with sessions (session.c), when a session image is configured. */
+static const struct plm_provider_ops docker_session_ops = {
+    .name = "docker",
+    .tier = ops_tier,
+    .describe = ops_describe,
+    .preflight = ops_preflight,
+    .smoke_test = ops_smoke,
+    .run_javascript = ops_run_js,
+    .run_project = ops_run_project,
+    .session_env = dock_session_env,
+    .session_open = dock_session_open,
+    .session_run = dock_session_run,
+    .session_run_cell = dock_session_run_cell,
+    .session_suspend = dock_session_suspend,
+    .session_close = dock_session_close,
     .destroy = ops_destroy,
 };
 
@@ -228,12 +250,20 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
         return -1;
     snprintf(s->ref[DOCK_SNIPPET], sizeof s->ref[0], "%s", c->image);
     snprintf(s->ref[DOCK_PROJECT], sizeof s->ref[0], "%s", c->project_image);
+    if (c->session_image && *c->session_image) {
+        if (dock_ref_check("SANDBOX_DOCKER_SESSION_IMAGE", c->session_image, err) < 0)
+            return -1;
+        snprintf(s->ref[DOCK_SESSION], sizeof s->ref[0], "%s", c->session_image);
+    }
     s->require_pinned = c->require_pinned;
-    for (int k = 0; k < 2 && s->require_pinned; k++)
-        if (!dock_ref_pinned(s->ref[k]))
+    for (int k = 0; k < DOCK_KINDS && s->require_pinned; k++)
+        if (s->ref[k][0] && !dock_ref_pinned(s->ref[k]))
             return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
                                "%s=%s is not pinned: SANDBOX_REQUIRE_PINNED_IMAGES wants name@sha256:<64 hex>",
-                               k ? "SANDBOX_DOCKER_PROJECT_IMAGE" : "SANDBOX_DOCKER_IMAGE", s->ref[k]);
+                               k == DOCK_SESSION ? "SANDBOX_DOCKER_SESSION_IMAGE"
+                               : k               ? "SANDBOX_DOCKER_PROJECT_IMAGE"
+                                                 : "SANDBOX_DOCKER_IMAGE",
+                               s->ref[k]);
     const char *rt = c->runtime && *c->runtime ? c->runtime : "runc";
     size_t n = strlen(rt);
     bool ok = n < sizeof s->runtime;
@@ -316,7 +346,7 @@ struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm
         free(p);
         return NULL;
     }
-    p->ops = &docker_ops;
+    p->ops = s->ref[DOCK_SESSION][0] ? &docker_session_ops : &docker_ops;
     p->state = s;
     return p;
 }
