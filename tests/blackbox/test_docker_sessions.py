@@ -69,6 +69,16 @@ class DockerSessionsBase(_Prereq):
         left = [c for c in session_containers() if c["Labels"].get(SESSION_LABEL) == str(pid)]
         assert not left, left
 
+    def assertEnded(self, answer, reason):
+        """A refusal of an ended session: failed_precondition, SessionEnded then NotDispatched{REQUEST}."""
+        st, _, data, _ = answer
+        body = json.loads(data)
+        self.assertEqual(body["code"], "failed_precondition", body)
+        self.assertIn("(%s)" % reason, body["message"])
+        types = [x["type"] for x in body.get("details", [])]
+        self.assertEqual(types, ["plimsoll.v1.SessionEnded", "plimsoll.v1.NotDispatched"], body)
+        return body
+
     def mine(self):
         return [c for c in session_containers() if c["Labels"].get(SESSION_LABEL) == str(self.d.proc.pid)]
 
@@ -237,8 +247,7 @@ class DockerSessionsBase(_Prereq):
                    language="python")
         self.assertEqual(r.get("ended"), "SESSION_END_DISK_EXCEEDED")
         msg = {"protocol": 3, "sessionId": c.id, "cell": {"language": "python", "code": "1"}}
-        body = self.assertRefused(self.d.call("SessionRun", msg, token="alice-tok"), "failed_precondition", "request")
-        self.assertIn("disk", body["message"])
+        self.assertEnded(self.d.call("SessionRun", msg, token="alice-tok"), "disk_exceeded")
         self.assertEqual(c.close()["ended"], "SESSION_END_DISK_EXCEEDED")
 
     def test_container_killed_from_outside(self):  # issue 13 faults: never a hang
@@ -252,11 +261,9 @@ class DockerSessionsBase(_Prereq):
         time.sleep(0.5)
         t0 = time.monotonic()
         msg = {"protocol": 3, "sessionId": c.id, "cell": {"language": "python", "code": "x"}}
-        st, _, data, _ = self.d.call("SessionRun", msg, token="alice-tok")
+        answer = self.d.call("SessionRun", msg, token="alice-tok")
         self.assertLess(time.monotonic() - t0, 20)
-        body = json.loads(data)
-        self.assertEqual(body["code"], "failed_precondition", body)
-        self.assertIn("main_process_ended", body["message"].lower().replace(" ", "_"))
+        self.assertEnded(answer, "main_process_ended")
         summary = c.close()
         self.assertEqual(summary["ended"], "SESSION_END_MAIN_PROCESS_ENDED")
         self.assertEqual(self.mine(), [])
