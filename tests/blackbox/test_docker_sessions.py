@@ -268,6 +268,31 @@ class DockerSessionsBase(_Prereq):
         self.assertEqual(summary["ended"], "SESSION_END_MAIN_PROCESS_ENDED")
         self.assertEqual(self.mine(), [])
 
+    def test_container_killed_during_a_cell(self):  # item 38: an unanswered call, chained; never a hang
+        import threading
+        c = Client(self, self.d, "alice-tok")
+        c.open(languages=["python"])
+        c.cell("x = 1", language="python")
+        cid = self.mine()[0]["Id"]
+        killer = threading.Timer(1.0, lambda: engine("POST", "/containers/%s/kill" % cid))
+        killer.start()
+        t0 = time.monotonic()
+        msg = {"protocol": 3, "sessionId": c.id, "cell": {"language": "python", "code": "import time\ntime.sleep(30)"}}
+        st, _, data, _ = self.d.call("SessionRun", msg, token="alice-tok")
+        killer.join()
+        self.assertLess(time.monotonic() - t0, 20)
+        body = json.loads(data)
+        self.assertNotEqual(body.get("code"), None, body)
+        types = [x["type"] for x in body.get("details", [])]
+        self.assertIn("plimsoll.v1.UnansweredCall", types, body)
+        self.assertNotIn("plimsoll.v1.NotDispatched", types, body)
+        self.assertIn("plimsoll.v1.SessionEnded", types, body)
+        c.calls += 1  # the v3 record took the next place in the chain
+        summary = json.loads(self.d.call("CloseSession", {"protocol": 3, "sessionId": c.id}, token="alice-tok")[2])
+        self.assertEqual(summary["ended"], "SESSION_END_MAIN_PROCESS_ENDED")
+        self.assertEqual(int(summary["calls"]), c.calls)
+        self.assertEqual(self.mine(), [])
+
     def test_suspend_and_resume(self):  # items 32/33, §4.3: docker pause keeps the interpreters
         d = Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_DOCKER_RUNTIME=self.RUNTIME, SANDBOX_MAX_SESSIONS="2",
                         SANDBOX_SESSION_IDLE="1s"), timeout=240)
