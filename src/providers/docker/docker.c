@@ -160,33 +160,22 @@ static void ops_destroy(struct plm_provider *p)
     p->state = NULL;
 }
 
-static const struct plm_provider_ops docker_ops = {
-    .name = "docker",
-    .tier = ops_tier,
-    .describe = ops_describe,
-    .preflight = ops_preflight,
-    .smoke_test = ops_smoke,
-    .run_javascript = ops_run_js,
-    .run_project = ops_run_project,
-    .destroy = ops_destroy,
-};
+/* Two tables: with a session image configured the provider keeps sessions (session.c). */
+#define DOCK_OPS_RUNS                                                                                    \
+    .name = "docker", .tier = ops_tier, .describe = ops_describe, .preflight = ops_preflight,           \
+    .smoke_test = ops_smoke, .run_javascript = ops_run_js, .run_project = ops_run_project,             \
+    .destroy = ops_destroy
 
-/* The same with sessions (session.c), when a session image is configured. */
+static const struct plm_provider_ops docker_ops = {DOCK_OPS_RUNS};
+
 static const struct plm_provider_ops docker_session_ops = {
-    .name = "docker",
-    .tier = ops_tier,
-    .describe = ops_describe,
-    .preflight = ops_preflight,
-    .smoke_test = ops_smoke,
-    .run_javascript = ops_run_js,
-    .run_project = ops_run_project,
+    DOCK_OPS_RUNS,
     .session_env = dock_session_env,
     .session_open = dock_session_open,
     .session_run = dock_session_run,
     .session_run_cell = dock_session_run_cell,
     .session_suspend = dock_session_suspend,
     .session_close = dock_session_close,
-    .destroy = ops_destroy,
 };
 
 static int read_profile(const char *path, char **out, size_t *len, struct plm_err *err)

@@ -368,13 +368,7 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
 
 static int identity(struct dock_state *s, struct plm_result *out, struct plm_err *err)
 {
-    char env[96];
-    snprintf(env, sizeof env, "docker-image:%s", s->id[DOCK_SESSION]);
-    out->sandbox = strdup("docker");
-    out->isolation = strdup(tier_name(dock_tier(s)));
-    out->environment = strdup(env);
-    out->software_identity = strdup(s->software_identity[DOCK_SESSION]);
-    if (out->sandbox && out->isolation && out->environment && out->software_identity)
+    if (dock_result_identity(s, DOCK_SESSION, out) == 0)
         return 0;
     plm_result_done(out);
     return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the call");
