@@ -43,6 +43,8 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
             .session_image = cfg->sessions.max_sessions > 0
                                  ? env_or("SANDBOX_DOCKER_SESSION_IMAGE", "plimsoll/session:latest")
                                  : NULL,
+            .session_pool = cfg->sessions.pool,
+            .session_disk_bytes = cfg->sessions.disk_bytes,
             .runtime = getenv("SANDBOX_DOCKER_RUNTIME"),
             .seccomp_path = getenv("SANDBOX_DOCKER_SECCOMP"),
             .guest_uid = getenv("SANDBOX_GUEST_UID"),

@@ -348,6 +348,53 @@ class DockerSessionsRunsc(DockerSessionsBase, WireCase):
     TIER = "kernel"
 
 
+class SessionPool(_Prereq, WireCase):
+    def test_pool_members_are_taken_refilled_and_removed(self):  # SANDBOX_SESSION_POOL
+        self.check_prereqs()
+        d = Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_MAX_SESSIONS="4", SANDBOX_SESSION_POOL="2",
+                        SANDBOX_SESSION_DISK_MB="8"), timeout=240)
+        pid = str(d.proc.pid)
+
+        def ids():
+            return {x["Id"] for x in session_containers() if x["Labels"].get(SESSION_LABEL) == pid}
+
+        def count():
+            return len(ids())
+
+        def wait_count(n):
+            deadline = time.monotonic() + 60
+            while count() != n and time.monotonic() < deadline:
+                time.sleep(0.2)
+            return count()
+        try:
+            self.assertEqual(wait_count(2), 2)
+            time.sleep(1)  # both members announced ready
+            parked = ids()
+            c = Client(self, d)
+            t0 = time.monotonic()
+            c.open(languages=["python"])
+            opened_ms = (time.monotonic() - t0) * 1000
+            self.assertLess(opened_ms, 2000)  # a parked member, not a cold start (a cold start is ~1-3 s here)
+            r = c.cell("v = 41\nv + 1", language="python")
+            self.assertEqual(out(r), "42\n")
+            r = c.cell("console.log(40 + 2)")  # members start both interpreters
+            self.assertEqual(out(r), "42\n")
+            self.assertEqual(wait_count(3), 3)  # refilled behind the open
+            c.close()
+            # the session's container was one of the two parked before the open: it went with the close
+            self.assertEqual(len(parked - ids()), 1)
+            self.assertEqual(wait_count(2), 2)
+        finally:
+            self.assertEqual(d.stop(), 0)
+        self.assertEqual(count(), 0)  # the parked members went with the daemon
+
+    def test_a_pool_on_another_provider_stops_startup(self):
+        d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_INSECURE": "1", "SANDBOX_MAX_SESSIONS": "2",
+                    "SANDBOX_SESSION_POOL": "1"}, expect_start=False)
+        self.assertEqual(d.wait_exit(), 1)
+        self.assertTrue(any("SANDBOX_SESSION_POOL" in l for l in d.lines), d.lines)
+
+
 class StartupSweep(_Prereq, WireCase):
     def test_a_dead_daemons_session_container_is_removed_at_startup(self):
         self.check_prereqs()

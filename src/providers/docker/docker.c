@@ -111,8 +111,11 @@ static int ops_smoke(struct plm_provider *p, struct plm_err *err)
 {
     if (dock_smoke(st(p), err) < 0)
         return -1;
-    if (st(p)->ref[DOCK_SESSION][0])
+    if (st(p)->ref[DOCK_SESSION][0]) {
         dock_session_sweep(st(p)); /* session containers of daemons that are gone */
+        if (dock_session_pool_start(st(p), err) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -132,7 +135,8 @@ static void state_free(struct dock_state *s)
 {
     if (!s)
         return;
-    dock_bg_stop(s); /* drains the pool and the removal queue */
+    dock_session_pool_stop(s); /* parked session containers first, while the reapers still run */
+    dock_bg_stop(s);           /* drains the pool and the removal queue */
     /* Runs are over; a grant-socket thread may still be finishing a call it held (hostsock.c).
      * It touches nothing of ours, but a clean exit waits for it, briefly. */
     dock_hostsock_quiesce(3000);
@@ -146,6 +150,8 @@ static void state_free(struct dock_state *s)
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->pf_run);
     pthread_mutex_destroy(&s->pool_mu);
+    pthread_mutex_destroy(&s->spool_mu);
+    pthread_cond_destroy(&s->spool_cv);
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->reap_cv);
     pthread_cond_destroy(&s->pool_cv);
@@ -293,6 +299,8 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
                                sizeof s->grant_dir);
         snprintf(s->grant_dir, sizeof s->grant_dir, "%s", c->grant_dir);
     }
+    s->spool_target = c->session_pool < DOCK_SPOOL_MAX ? c->session_pool : DOCK_SPOOL_MAX;
+    s->spool_disk = c->session_disk_bytes;
     s->warm[DOCK_SNIPPET] = c->warm < 0 ? 0 : c->warm ? c->warm : 2;
     s->warm[DOCK_PROJECT] = c->warm < 0 ? 0 : c->warm ? c->warm : 1;
     for (int k = 0; k < 2; k++)
@@ -328,6 +336,8 @@ struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm
     pthread_cond_init(&s->reap_cv, &ca);
     pthread_cond_init(&s->pool_cv, &ca);
     pthread_cond_init(&s->fill_cv, &ca);
+    pthread_mutex_init(&s->spool_mu, NULL);
+    pthread_cond_init(&s->spool_cv, &ca);
     pthread_condattr_destroy(&ca);
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "docker provider");

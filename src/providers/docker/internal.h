@@ -37,6 +37,7 @@
 #define DOCK_PROJECT_GRACE_MS 5000u
 #define DOCK_REAPERS 4 /* threads removing used containers in parallel */
 #define DOCK_FILLERS 2 /* threads refilling the warm pool: at most this many cold starts in flight */
+#define DOCK_SPOOL_MAX 64 /* session containers kept started (SANDBOX_SESSION_POOL, capped here) */
 
 /* DOCK_SESSION: one container per session from the session image (session.c); never pooled. */
 enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1, DOCK_SESSION = 2 };
@@ -230,6 +231,16 @@ struct dock_state {
     int filling[2];                           /* cold starts in flight for the pool (<= DOCK_FILLERS) */
     int64_t fill_started_ms[2][DOCK_FILLERS]; /* when each of them began; 0 = slot free */
     int64_t start_avg_ms[2];                  /* moving average of a cold start, create to marker */
+
+    /* session pool (session.c): started sessions nobody opened yet; spool_mu guards it */
+    pthread_mutex_t spool_mu;
+    pthread_cond_t spool_cv;
+    struct plm_session *spool[DOCK_SPOOL_MAX];
+    size_t n_spool;
+    uint32_t spool_target;
+    uint64_t spool_disk;
+    pthread_t spool_thread;
+    bool spool_started, spool_stop;
 };
 
 enum plm_tier dock_tier(struct dock_state *s);
@@ -330,6 +341,10 @@ int dock_session_suspend(struct plm_provider *p, struct plm_session *h, bool *ho
 int dock_session_close(struct plm_provider *p, struct plm_session *h, struct plm_err *err);
 /* Removes session containers (DOCK_LABEL_SESSION) whose daemon pid no longer runs here. */
 void dock_session_sweep(struct dock_state *s);
+/* The session pool's filler thread: started once the provider is proven, stopped (and every
+ * parked session container removed) by dock_session_pool_stop. */
+int dock_session_pool_start(struct dock_state *s, struct plm_err *err);
+void dock_session_pool_stop(struct dock_state *s);
 
 /* ---- sweep.c: the background thread ------------------------------------------------------------- */
 int dock_bg_start(struct dock_state *s, struct plm_err *err);

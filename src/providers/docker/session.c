@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../core/limits.h"
@@ -232,34 +233,30 @@ static void session_free(struct dock_state *s, struct plm_session *h)
     free(h);
 }
 
-int dock_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
-                      struct plm_session_opened *info, struct plm_err *err)
+/* Starts one session container and waits for its agent's ready frame. */
+static int session_start(struct dock_state *s, uint64_t disk_bytes, const char *const *langs, int64_t label,
+                         struct plm_session **out, struct plm_err *err)
 {
-    struct dock_state *s = state_of(p);
-    *out = NULL;
-    if (gate(s, spec->floor, err) < 0)
-        return -1;
     struct plm_session *h = calloc(1, sizeof *h);
     if (!h)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory opening a session");
     h->st = s;
     h->in.max = DOCK_SF_HDR + DOCK_SF_REPLY_MAX;
-    h->disk_bytes = spec->disk_bytes;
+    h->disk_bytes = disk_bytes;
     h->next_id = 1;
     /* /work holds the disk budget and one MiB more, so a cell that fills it is seen past the
      * budget by the measurement after the call (sessions.md §4.4). */
     struct dock_lockdown l = s->lock;
-    if (spec->disk_bytes) {
-        uint64_t mb = (spec->disk_bytes + (1u << 20) - 1) >> 20;
+    if (disk_bytes) {
+        uint64_t mb = (disk_bytes + (1u << 20) - 1) >> 20;
         l.work_mb = mb + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(mb + 1);
     }
     const char *cmd[8] = {"/usr/bin/python3", "-I", AGENT_PATH};
     size_t n = 3;
-    for (size_t i = 0; i < 3 && spec->languages[i]; i++)
-        cmd[n++] = spec->languages[i];
+    for (size_t i = 0; i < 3 && langs && langs[i]; i++)
+        cmd[n++] = langs[i];
     if (n == 3) /* no hint: both interpreters start now, so no first cell pays for a start */
         cmd[n++] = "javascript", cmd[n++] = "python";
-    int64_t label = dock_unix_ms() / 1000 + (int64_t)(spec->lifetime_ms / 1000) + LABEL_SLACK_S;
     if (dock_box_start(s, DOCK_SESSION, cmd, n, &l, label, &h->box, err) < 0) {
         free(h);
         return plm_err_wrap(err, "session container");
@@ -279,11 +276,113 @@ int dock_session_open(struct plm_provider *p, const struct plm_session_spec *spe
         return plm_fail(err, 0, PLM_E_INTERNAL, "the session's agent did not report ready within %d s",
                         READY_MS / 1000);
     }
+    *out = h;
+    return 0;
+}
+
+/* A parked pool member for a session of this disk budget, still clean, or NULL. Pool members
+ * start both interpreters, so any language hint is served. */
+static struct plm_session *pool_take(struct dock_state *s, uint64_t disk_bytes)
+{
+    for (;;) {
+        pthread_mutex_lock(&s->spool_mu);
+        struct plm_session *h = NULL;
+        if (s->n_spool && s->spool_disk == disk_bytes) {
+            h = s->spool[0];
+            memmove(&s->spool[0], &s->spool[1], (s->n_spool - 1) * sizeof h);
+            s->n_spool--;
+            pthread_cond_broadcast(&s->spool_cv); /* the filler starts a replacement */
+        }
+        pthread_mutex_unlock(&s->spool_mu);
+        if (!h)
+            return NULL;
+        enum plm_session_end e = PLM_END_NONE;
+        struct plm_err err = {0};
+        if (chan_check_idle(h, &e, &err) == 0)
+            return h;
+        session_free(s, h); /* it changed while parked: never handed out */
+    }
+}
+
+int dock_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
+                      struct plm_session_opened *info, struct plm_err *err)
+{
+    struct dock_state *s = state_of(p);
+    *out = NULL;
+    if (gate(s, spec->floor, err) < 0)
+        return -1;
+    struct plm_session *h = pool_take(s, spec->disk_bytes);
+    /* The container's label deadline is the session's end (plus slack), for the deadline sweep. */
+    int64_t label = dock_unix_ms() / 1000 + (int64_t)(spec->lifetime_ms / 1000) + LABEL_SLACK_S;
+    if (!h && session_start(s, spec->disk_bytes, spec->languages, label, &h, err) < 0)
+        return -1;
     info->tier = dock_tier(s);
     snprintf(info->software_identity, sizeof info->software_identity, "%s", s->software_identity[DOCK_SESSION]);
     snprintf(info->environment, sizeof info->environment, "docker-image:%s", s->id[DOCK_SESSION]);
     *out = h;
     return 0;
+}
+
+/* ---- the session pool ---------------------------------------------------------------------------- */
+
+#define POOL_LABEL_S (12 * 3600 + LABEL_SLACK_S) /* a member may become a session of the longest lifetime */
+
+static void *pool_main(void *arg)
+{
+    struct dock_state *s = arg;
+    pthread_mutex_lock(&s->spool_mu);
+    while (!s->spool_stop) {
+        if (s->n_spool >= s->spool_target || !atomic_load(&s->ready) || atomic_load(&s->repointed)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&s->spool_cv, &s->spool_mu, &ts);
+            continue;
+        }
+        uint64_t disk = s->spool_disk;
+        pthread_mutex_unlock(&s->spool_mu);
+        struct plm_session *h = NULL;
+        struct plm_err e = {0};
+        int r = session_start(s, disk, NULL, dock_unix_ms() / 1000 + POOL_LABEL_S, &h, &e);
+        pthread_mutex_lock(&s->spool_mu);
+        if (r == 0 && !s->spool_stop && s->n_spool < s->spool_target) {
+            s->spool[s->n_spool++] = h;
+            h = NULL;
+        }
+        if (h || r < 0) {
+            pthread_mutex_unlock(&s->spool_mu);
+            session_free(s, h);
+            if (r < 0)
+                sleep(1); /* dockerd trouble: try again later, not in a loop */
+            pthread_mutex_lock(&s->spool_mu);
+        }
+    }
+    pthread_mutex_unlock(&s->spool_mu);
+    return NULL;
+}
+
+int dock_session_pool_start(struct dock_state *s, struct plm_err *err)
+{
+    if (!s->spool_target || s->spool_started)
+        return 0;
+    if (pthread_create(&s->spool_thread, NULL, pool_main, s) != 0)
+        return plm_fail(err, errno, PLM_E_INTERNAL, "starting the session pool's thread failed");
+    s->spool_started = true;
+    return 0;
+}
+
+void dock_session_pool_stop(struct dock_state *s)
+{
+    pthread_mutex_lock(&s->spool_mu);
+    s->spool_stop = true;
+    pthread_cond_broadcast(&s->spool_cv);
+    pthread_mutex_unlock(&s->spool_mu);
+    if (s->spool_started)
+        pthread_join(s->spool_thread, NULL);
+    s->spool_started = false;
+    for (size_t i = 0; i < s->n_spool; i++)
+        session_free(s, s->spool[i]);
+    s->n_spool = 0;
 }
 
 int dock_session_close(struct plm_provider *p, struct plm_session *h, struct plm_err *err)
