@@ -10,6 +10,7 @@ prerequisite is a FAILURE, never a skip. Run under `flock /tmp/plimsoll-docker.l
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -17,7 +18,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Daemon, WireCase  # noqa: E402
+from harness import CLI, Daemon, WireCase  # noqa: E402
 from test_docker import engine  # noqa: E402
 from test_sessions import Client, out, sha  # noqa: E402
 
@@ -146,6 +147,20 @@ class DockerSessionsBase(_Prereq):
                                                    "cell": {"language": "python", "code": "1"}}, token="alice-tok")
         self.assertEqual(json.loads(data)["code"], "not_found")
         self.assertFalse(any(c.id in l for l in self.d.lines))
+
+    def test_cli_repl_in_python_checks_the_chain(self):  # `plimsoll repl --language python`
+        tok = os.path.join(self.tmp, "alice.tok")
+        with open(tok, "w") as f:
+            f.write("alice-tok\n")
+        cells = "x = 41\n%%\nprint(x + 1)\n%%\nraise ValueError('e')\n%%\nx\n"
+        p = subprocess.run([CLI, "repl", "--language", "python", "--url", "http://127.0.0.1:%d" % self.d.port,
+                            "--token-file", tok], input=cells.encode(), capture_output=True, timeout=120)
+        err = p.stderr.decode()
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(p.stdout.decode(), "42\n41\n")
+        self.assertEqual(err.count("chain ok"), 5, err)  # four cells and the close summary
+        self.assertIn("[cell 3] exit 1", err)
+        self.assertIn("SESSION_END_CLOSED] 4 calls", err)
 
     def test_interrupts_and_interpreter_ends(self):  # item 47
         c = Client(self, self.d, "alice-tok")
