@@ -328,6 +328,27 @@ class DockerSessionsBase(_Prereq):
         finally:
             self.assertEqual(d.stop(), 0)
 
+    def test_expiry_and_unclaimed_close_remove_the_container(self):  # items 11, 40 on docker
+        d = Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_DOCKER_RUNTIME=self.RUNTIME, SANDBOX_MAX_SESSIONS="3",
+                        SANDBOX_SESSION_LIFETIME="4s", SANDBOX_SESSION_IDLE="2s"), timeout=240)
+        pid = str(d.proc.pid)
+        try:
+            claimed, unclaimed = Client(self, d), Client(self, d)
+            claimed.open(languages=["python"])
+            unclaimed.open(languages=["python"])
+            claimed.cell("1", language="python")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and [x for x in session_containers()
+                                                   if x["Labels"].get(SESSION_LABEL) == pid]:
+                time.sleep(0.25)
+            self.assertEqual([x for x in session_containers() if x["Labels"].get(SESSION_LABEL) == pid], [])
+            msg = {"protocol": 3, "sessionId": claimed.id, "cell": {"language": "python", "code": "1"}}
+            self.assertEnded(d.call("SessionRun", msg), "expired")
+            self.assertEqual(claimed.close()["ended"], "SESSION_END_EXPIRED")
+            self.assertEqual(unclaimed.close()["ended"], "SESSION_END_UNCLAIMED")
+        finally:
+            self.assertEqual(d.stop(), 0)
+
     def test_shutdown_removes_every_container(self):  # SHUTDOWN, every container removed
         d = Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_DOCKER_RUNTIME=self.RUNTIME, SANDBOX_MAX_SESSIONS="3"),
                    timeout=240)
