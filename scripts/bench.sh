@@ -90,6 +90,11 @@ fi
 python3 bench/e2b_bench.py "$BUILD"
 # 6. Sessions (issue 13): a cell on an open quickjs session against a fresh Run of the same code.
 python3 bench/session_bench.py "$BUILD" 300
+if [ "${BENCH_DOCKER:-0}" = 1 ]; then  # the same on docker sessions (needs `make images`)
+    for rt in runc runsc; do
+        flock /tmp/plimsoll-docker.lock python3 bench/session_bench.py "$BUILD" 200 --docker "$rt"
+    done
+fi
 # 7. microvm (BENCH_MICROVM=1; root, qemu-system-x86): daemon against `docker run --rm --runtime=runsc`.
 if [ "${BENCH_MICROVM:-0}" = 1 ]; then
     bench/microvm_bench.sh "$BUILD"

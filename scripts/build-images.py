@@ -4,6 +4,8 @@ registry, through the Docker Engine API's image import (POST /images/create?from
 local unix socket. Never the docker CLI.
 
   plimsoll/snippet:latest  node and its shared libraries, /bin/sh (dash), /usr/bin/env
+  plimsoll/session:latest  node, python3 (Debian's, with its standard library) and the session agent
+                           (images/session/: agent.py, kernel.py, kernel.js) for docker sessions
   plimsoll/project:latest  the same plus coreutils, plimsoll-runner and plimsoll-probe (static C,
                            compiled here from src/providers/docker/runner/), and tsc/tsx
                            (/opt/plimsoll/node_modules from images/project/package-lock.json)
@@ -17,7 +19,7 @@ uid never has an entry. There is no /work in either image: the provider mounts a
 dockerd copies an existing directory's mode (0755, root) onto it, which would make it read-only
 for the guest. Standard library only.
 
-Usage: scripts/build-images.py [--snippet-tag T] [--project-tag T] [--force] [--quiet]
+Usage: scripts/build-images.py [--snippet-tag T] [--project-tag T] [--session-tag T] [--quiet]
 """
 import argparse
 import hashlib
@@ -231,6 +233,10 @@ class Tree:
                 else:
                     data = kind[2] if isinstance(kind[2], bytes) else kind[2]()
                     info.mode = kind[1]
+                    if isinstance(kind[2], HostFile) and kind[2].path.startswith(PY_LIB_PREFIX):
+                        # python's cached bytecode is valid only for its source's mtime; with
+                        # mtime 0 every import would recompile (the root is read-only)
+                        info.mtime = kind[2].stamp[2] // 1000000000
                     info.size = len(data)
                     t.addfile(info, io.BytesIO(data))
         return buf.getvalue()
@@ -382,6 +388,51 @@ def add_node_modules(tree, mods, stamp):
         tree.e["/usr/local/bin/" + b] = ("sym", NODE_MODULES + "/" + real)
     tree.data("/opt/plimsoll/npm-lock.sha256", (stamp + "\n").encode())
 
+# The session image (docs/sessions.md): python3's standard library without its test suite and the
+# GUI/installer parts no cell can use, its extension modules with their shared libraries, and the
+# agent that keeps one interpreter per language alive (images/session/).
+SESSION_DIR = os.path.join(ROOT, "images", "session")
+PY_LIB_PREFIX = "/usr/lib/python3"
+PY_SKIP = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages", "dist-packages"}
+
+
+def python_stdlib(tree):
+    exe = os.path.realpath("/usr/bin/python3")
+    if not os.access(exe, os.X_OK):
+        die("/usr/bin/python3 is missing: apt-get install python3")
+    ver = os.path.basename(exe)  # python3.11
+    lib = "/usr/lib/" + ver
+    if not os.path.isfile(os.path.join(lib, "os.py")):
+        die("%s has no os.py: the python3 standard library is not installed" % lib)
+    tree.binaries(["/usr/bin/python3"])
+    tree.host("/usr/bin/python3")
+    sos = []
+    for dirpath, dirnames, filenames in os.walk(lib):
+        dirnames[:] = sorted(d for d in dirnames if d not in PY_SKIP)
+        tree.mkdir(dirpath)
+        for name in sorted(filenames):
+            src = os.path.join(dirpath, name)
+            st = os.lstat(src)
+            if stat.S_ISLNK(st.st_mode):
+                tree.host(src)
+            elif stat.S_ISREG(st.st_mode):
+                tree.data(src, HostFile(src, st), st.st_mode & 0o755)
+                if name.endswith(".so"):
+                    sos.append(src)
+    if sos:
+        tree.binaries(sos)  # each extension module with the libraries it links (libffi, libssl ...)
+
+
+def session_tree():
+    t = base_tree()
+    t.binaries(coreutils())
+    python_stdlib(t)
+    for name in ("agent.py", "kernel.py", "kernel.js"):
+        src = os.path.join(SESSION_DIR, name)
+        t.data("/opt/plimsoll/session/" + name, HostFile(src, os.stat(src)), 0o644)
+    return t
+
+
 def inspect(sock, tag):
     st, body = api(sock, "GET", API + "/images/%s/json" % urllib.parse.quote(tag, safe=""))
     if st != 200:
@@ -437,6 +488,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--snippet-tag", default="plimsoll/snippet:latest")
     ap.add_argument("--project-tag", default="plimsoll/project:latest")
+    ap.add_argument("--session-tag", default="plimsoll/session:latest")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args()
     sock = socket_path()
@@ -450,6 +502,7 @@ def main():
         die("/usr/bin/node is missing: apt-get install nodejs")
 
     build(sock, args.snippet_tag, base_tree(), "snippet", args.quiet)
+    build(sock, args.session_tag, session_tree(), "session", args.quiet)
 
     project = base_tree()
     project.binaries(coreutils())

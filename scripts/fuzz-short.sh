@@ -27,6 +27,7 @@ posture     fuzz_docker_posture
 microvm     fuzz_microvm_frames
 e2b_cellscan fuzz_e2b_cellscan
 respframe   fuzz_respframe
+sessframe   fuzz_docker_sessframe
 '
 
 if [ ! -f build-fuzz/build.ninja ]; then

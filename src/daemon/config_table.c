@@ -39,6 +39,7 @@ static const struct {
 } scoped[] = {
     {"SANDBOX_DOCKER_IMAGE", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_PROJECT_IMAGE", P(CFG_DOCKER)},
+    {"SANDBOX_DOCKER_SESSION_IMAGE", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_RUNTIME", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_SECCOMP", P(CFG_DOCKER)},
     {"SANDBOX_GUEST_UID", P(CFG_DOCKER)},
@@ -82,6 +83,9 @@ int config_table_check(const char *(*get)(const char *), const struct plm_config
         if (set(get, scoped[i].name) && !(scoped[i].providers & P(c->provider)))
             return CFG_ERR(err, "%s is set, but SANDBOX_PROVIDER=%s does not read it (only %s does); unset it",
                            scoped[i].name, prov, readers(scoped[i].providers));
+    /* The session image is read only with sessions on; naming one with sessions off is a mistake. */
+    if (set(get, "SANDBOX_DOCKER_SESSION_IMAGE") && c->sessions.max_sessions == 0)
+        return CFG_ERR(err, "SANDBOX_DOCKER_SESSION_IMAGE is set, but sessions are off (SANDBOX_MAX_SESSIONS=0); unset it");
     /* Asking for pinned images where nothing can be pinned must not pass as if it were met. */
     if (c->require_pinned && c->provider != CFG_DOCKER)
         return CFG_ERR(err, "SANDBOX_REQUIRE_PINNED_IMAGES is true, but SANDBOX_PROVIDER=%s has no image to pin%s",

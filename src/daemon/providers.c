@@ -39,6 +39,12 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
             .disk_mb = cfg->disk_mb,
             .image = env_or("SANDBOX_DOCKER_IMAGE", "plimsoll/snippet:latest"),
             .project_image = env_or("SANDBOX_DOCKER_PROJECT_IMAGE", "plimsoll/project:latest"),
+            /* only with sessions on: a daemon without them never needs the session image */
+            .session_image = cfg->sessions.max_sessions > 0
+                                 ? env_or("SANDBOX_DOCKER_SESSION_IMAGE", "plimsoll/session:latest")
+                                 : NULL,
+            .session_pool = cfg->sessions.pool,
+            .session_disk_bytes = cfg->sessions.disk_bytes,
             .runtime = getenv("SANDBOX_DOCKER_RUNTIME"),
             .seccomp_path = getenv("SANDBOX_DOCKER_SECCOMP"),
             .guest_uid = getenv("SANDBOX_GUEST_UID"),

@@ -138,9 +138,10 @@ int session_config_load(const char *(*get)(const char *), struct plm_session_con
         if (c->pool > c->max_sessions)
             return CFG_ERR(err, "SANDBOX_SESSION_POOL=%u exceeds SANDBOX_MAX_SESSIONS=%u (and needs sessions on)",
                            c->pool, c->max_sessions);
-        /* No provider of this build keeps a session pool: asking for one must not pass silently. */
-        if (c->pool > 0)
-            return CFG_ERR(err, "SANDBOX_SESSION_POOL=%u: no provider of this build keeps a session pool; unset it",
+        /* Only docker keeps a session pool: asking another provider for one must not pass silently. */
+        const char *prov = get("SANDBOX_PROVIDER");
+        if (c->pool > 0 && !(prov && !strcmp(prov, "docker")))
+            return CFG_ERR(err, "SANDBOX_SESSION_POOL=%u: only the docker provider keeps a session pool; unset it",
                            c->pool);
     }
     return 0;

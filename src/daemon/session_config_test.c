@@ -64,6 +64,8 @@ int main(void)
     CHECK(load(ENV("SANDBOX_MAX_SESSIONS=2", "SANDBOX_SESSION_POOL=1"), &c, &err) < 0 &&
           strstr(err.msg, "SANDBOX_SESSION_POOL")); /* no provider here keeps a pool */
     CHECK(load(ENV("SANDBOX_SESSION_POOL=0"), &c, &err) == 0);
+    CHECK(load(ENV("SANDBOX_PROVIDER=docker", "SANDBOX_MAX_SESSIONS=2", "SANDBOX_SESSION_POOL=2"), &c, &err) == 0 &&
+          c.sessions.pool == 2); /* docker keeps one */
     /* Go duration syntax */
     uint64_t ms = 7;
     CHECK(session_parse_duration("0", &ms) == 0 && ms == 0);

@@ -421,6 +421,14 @@ void rpc_session_run(const struct rpc_env *env, const struct principal *who, con
     }
     if (srun_dispatch(&r, &err) < 0) {
         if (plm_err_is_refusal(&err)) { /* nothing ran: no record, the idle deadline stays */
+            if (r.ended != PLM_END_NONE) { /* the provider found its sandbox gone before the call */
+                sess_end_now(r.svc, r.s, r.ended, "the sandbox ended before the call");
+                char detail[160];
+                enum plm_session_end end = sreg_end_of(r.svc->reg, r.s, detail, sizeof detail);
+                struct wire_session_details d = {.ended = end, .ended_detail = detail, .ended_before_mark = true};
+                sess_error(ans, &err, request_id, &d);
+                return;
+            }
             if (sreg_end_of(r.svc->reg, r.s, NULL, 0) == PLM_END_NONE)
                 sess_arm_idle(r.svc, r.s, clock_mono_ms());
             sess_error(ans, &err, request_id, NULL);

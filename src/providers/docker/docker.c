@@ -105,7 +105,14 @@ static int ops_preflight(struct plm_provider *p, struct plm_err *err)
 
 static int ops_smoke(struct plm_provider *p, struct plm_err *err)
 {
-    return dock_smoke(st(p), err);
+    if (dock_smoke(st(p), err) < 0)
+        return -1;
+    if (st(p)->ref[DOCK_SESSION][0]) {
+        dock_session_sweep(st(p)); /* session containers of daemons that are gone */
+        if (dock_session_pool_start(st(p), err) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static int ops_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
@@ -124,12 +131,13 @@ static void state_free(struct dock_state *s)
 {
     if (!s)
         return;
-    dock_bg_stop(s); /* drains the pool and the removal queue */
+    dock_session_pool_stop(s); /* parked session containers first, while the reapers still run */
+    dock_bg_stop(s);           /* drains the pool and the removal queue */
     /* Runs are over; a grant-socket thread may still be finishing a call it held (hostsock.c).
      * It touches nothing of ours, but a clean exit waits for it, briefly. */
     dock_hostsock_quiesce(3000);
     free(s->pending);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < DOCK_KINDS; k++) {
         for (size_t i = 0; i < s->n_env[k]; i++)
             free(s->env[k][i]);
         free(s->env[k]);
@@ -138,6 +146,8 @@ static void state_free(struct dock_state *s)
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->pf_run);
     pthread_mutex_destroy(&s->pool_mu);
+    pthread_mutex_destroy(&s->spool_mu);
+    pthread_cond_destroy(&s->spool_cv);
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->reap_cv);
     pthread_cond_destroy(&s->pool_cv);
@@ -152,15 +162,22 @@ static void ops_destroy(struct plm_provider *p)
     p->state = NULL;
 }
 
-static const struct plm_provider_ops docker_ops = {
-    .name = "docker",
-    .tier = ops_tier,
-    .describe = ops_describe,
-    .preflight = ops_preflight,
-    .smoke_test = ops_smoke,
-    .run_javascript = ops_run_js,
-    .run_project = ops_run_project,
-    .destroy = ops_destroy,
+/* Two tables: with a session image configured the provider keeps sessions (session.c). */
+#define DOCK_OPS_RUNS                                                                                    \
+    .name = "docker", .tier = ops_tier, .describe = ops_describe, .preflight = ops_preflight,           \
+    .smoke_test = ops_smoke, .run_javascript = ops_run_js, .run_project = ops_run_project,             \
+    .destroy = ops_destroy
+
+static const struct plm_provider_ops docker_ops = {DOCK_OPS_RUNS};
+
+static const struct plm_provider_ops docker_session_ops = {
+    DOCK_OPS_RUNS,
+    .session_env = dock_session_env,
+    .session_open = dock_session_open,
+    .session_run = dock_session_run,
+    .session_run_cell = dock_session_run_cell,
+    .session_suspend = dock_session_suspend,
+    .session_close = dock_session_close,
 };
 
 static int read_profile(const char *path, char **out, size_t *len, struct plm_err *err)
@@ -224,12 +241,20 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
         return -1;
     snprintf(s->ref[DOCK_SNIPPET], sizeof s->ref[0], "%s", c->image);
     snprintf(s->ref[DOCK_PROJECT], sizeof s->ref[0], "%s", c->project_image);
+    if (c->session_image && *c->session_image) {
+        if (dock_ref_check("SANDBOX_DOCKER_SESSION_IMAGE", c->session_image, err) < 0)
+            return -1;
+        snprintf(s->ref[DOCK_SESSION], sizeof s->ref[0], "%s", c->session_image);
+    }
     s->require_pinned = c->require_pinned;
-    for (int k = 0; k < 2 && s->require_pinned; k++)
-        if (!dock_ref_pinned(s->ref[k]))
+    for (int k = 0; k < DOCK_KINDS && s->require_pinned; k++)
+        if (s->ref[k][0] && !dock_ref_pinned(s->ref[k]))
             return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
                                "%s=%s is not pinned: SANDBOX_REQUIRE_PINNED_IMAGES wants name@sha256:<64 hex>",
-                               k ? "SANDBOX_DOCKER_PROJECT_IMAGE" : "SANDBOX_DOCKER_IMAGE", s->ref[k]);
+                               k == DOCK_SESSION ? "SANDBOX_DOCKER_SESSION_IMAGE"
+                               : k               ? "SANDBOX_DOCKER_PROJECT_IMAGE"
+                                                 : "SANDBOX_DOCKER_IMAGE",
+                               s->ref[k]);
     const char *rt = c->runtime && *c->runtime ? c->runtime : "runc";
     size_t n = strlen(rt);
     bool ok = n < sizeof s->runtime;
@@ -270,6 +295,8 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
                                sizeof s->grant_dir);
         snprintf(s->grant_dir, sizeof s->grant_dir, "%s", c->grant_dir);
     }
+    s->spool_target = c->session_pool < DOCK_SPOOL_MAX ? c->session_pool : DOCK_SPOOL_MAX;
+    s->spool_disk = c->session_disk_bytes;
     s->warm[DOCK_SNIPPET] = c->warm < 0 ? 0 : c->warm ? c->warm : 2;
     s->warm[DOCK_PROJECT] = c->warm < 0 ? 0 : c->warm ? c->warm : 1;
     for (int k = 0; k < 2; k++)
@@ -305,6 +332,8 @@ struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm
     pthread_cond_init(&s->reap_cv, &ca);
     pthread_cond_init(&s->pool_cv, &ca);
     pthread_cond_init(&s->fill_cv, &ca);
+    pthread_mutex_init(&s->spool_mu, NULL);
+    pthread_cond_init(&s->spool_cv, &ca);
     pthread_condattr_destroy(&ca);
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "docker provider");
@@ -312,7 +341,7 @@ struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm
         free(p);
         return NULL;
     }
-    p->ops = &docker_ops;
+    p->ops = s->ref[DOCK_SESSION][0] ? &docker_session_ops : &docker_ops;
     p->state = s;
     return p;
 }

@@ -16,6 +16,10 @@ struct dock_config {
     uint32_t disk_mb;          /* SANDBOX_DISK_MB; 0 = /tmp 16 + /dev/shm 16 + /work 128 MiB */
     const char *image;         /* SANDBOX_DOCKER_IMAGE (snippets); required */
     const char *project_image; /* SANDBOX_DOCKER_PROJECT_IMAGE; required (holds /opt/plimsoll/runner) */
+    const char *session_image; /* SANDBOX_DOCKER_SESSION_IMAGE: NULL or "" = no sessions; else the image
+                                * of one container per session (python3, node, the agent) */
+    uint32_t session_pool;       /* SANDBOX_SESSION_POOL: session containers kept started (session.c) */
+    uint64_t session_disk_bytes; /* SANDBOX_SESSION_DISK_MB in bytes: what pool members are made for */
     const char *runtime;       /* SANDBOX_DOCKER_RUNTIME: NULL, "" or "runc" = runc; "runsc" = gVisor */
     const char *seccomp_path;  /* SANDBOX_DOCKER_SECCOMP: NULL or "" = the shipped seccomp.json (built
                                 * in); a path = that profile; "unconfined" is refused */

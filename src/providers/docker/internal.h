@@ -19,6 +19,7 @@
 #define DOCK_API "/v1.41"                           /* pinned: Docker 20.10+; newer daemons still serve it */
 #define DOCK_LABEL "org.plimsoll.sandbox"           /* value: the provider instance id */
 #define DOCK_LABEL_DEADLINE "org.plimsoll.deadline" /* value: unix seconds */
+#define DOCK_LABEL_SESSION "org.plimsoll.session"   /* value: the daemon's pid (session.c) */
 #define DOCK_REAP_GRACE_S 300                       /* reaped when past deadline + 5 min */
 #define DOCK_MARKER_PREFIX "plimsoll-started:"
 #define DOCK_MARKER_LEN (sizeof DOCK_MARKER_PREFIX - 1 + 16 + 1) /* prefix, 16 hex, '\n' */
@@ -36,8 +37,11 @@
 #define DOCK_PROJECT_GRACE_MS 5000u
 #define DOCK_REAPERS 4 /* threads removing used containers in parallel */
 #define DOCK_FILLERS 2 /* threads refilling the warm pool: at most this many cold starts in flight */
+#define DOCK_SPOOL_MAX 64 /* session containers kept started (SANDBOX_SESSION_POOL, capped here) */
 
-enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1 };
+/* DOCK_SESSION: one container per session from the session image (session.c); never pooled. */
+enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1, DOCK_SESSION = 2 };
+#define DOCK_KINDS 3 /* images; the warm pool keeps the first two */
 
 static inline int64_t dock_mono_ms(void) { return (int64_t)clock_mono_ms(); }
 static inline int64_t dock_unix_ms(void) { return clock_unix_ms(); }
@@ -175,7 +179,7 @@ struct dock_box; /* launch.c */
 struct dock_state {
     /* configuration, fixed at construction */
     struct dock_engine eng;
-    char ref[2][256];
+    char ref[DOCK_KINDS][256]; /* ref[DOCK_SESSION] "" = no sessions */
     char runtime[64];
     bool runsc, require_pinned;
     struct dock_lockdown lock;
@@ -187,11 +191,11 @@ struct dock_state {
 
     /* set by the first successful preflight (before anything is served), then read-only */
     bool have_ids;
-    char id[2][72];
-    char platform[2][56];          /* identity.c: "linux/amd64" */
-    char software_identity[2][160]; /* identity.c; "" when none could be stated */
-    char **env[2];
-    size_t n_env[2];
+    char id[DOCK_KINDS][72];
+    char platform[DOCK_KINDS][56];          /* identity.c: "linux/amd64" */
+    char software_identity[DOCK_KINDS][160]; /* identity.c; "" when none could be stated */
+    char **env[DOCK_KINDS];
+    size_t n_env[DOCK_KINDS];
     char runtime_path[256], docker_version[64], runc_version[64], cgroup_version[8];
     struct dock_posture posture; /* posture.c; the LSM fields are filled by the probe (smoke.c) */
     char seccomp_sha256[65];     /* the profile sent with every container; "" under runsc */
@@ -227,6 +231,16 @@ struct dock_state {
     int filling[2];                           /* cold starts in flight for the pool (<= DOCK_FILLERS) */
     int64_t fill_started_ms[2][DOCK_FILLERS]; /* when each of them began; 0 = slot free */
     int64_t start_avg_ms[2];                  /* moving average of a cold start, create to marker */
+
+    /* session pool (session.c): started sessions nobody opened yet; spool_mu guards it */
+    pthread_mutex_t spool_mu;
+    pthread_cond_t spool_cv;
+    struct plm_session *spool[DOCK_SPOOL_MAX];
+    size_t n_spool;
+    uint32_t spool_target;
+    uint64_t spool_disk;
+    pthread_t spool_thread;
+    bool spool_started, spool_stop;
 };
 
 enum plm_tier dock_tier(struct dock_state *s);
@@ -265,6 +279,11 @@ void dock_box_release(struct dock_state *s, struct dock_box *b);
  * threads at once, so that up to that many cold starts per kind are in flight while the pool is
  * short. Starts nothing once the provider is stopping. */
 void dock_pool_fill(struct dock_state *s);
+/* A cold start of kind k with command cmd under lockdown l (NULL = the provider's) whose label
+ * deadline is label_deadline_s: the session's container (session.c). As dock_box_acquire. */
+int dock_box_start(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd,
+                   const struct dock_lockdown *l, int64_t label_deadline_s, struct dock_box **out,
+                   struct plm_err *err);
 void dock_pool_drain(struct dock_state *s);
 
 /* ---- snippet.c / project.c ---------------------------------------------------------------------- */
@@ -307,6 +326,25 @@ int dock_project_exec(struct dock_state *s, uint32_t timeout_ms, const struct pl
 int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
                   struct plm_err *err);
 int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_result *out);
+
+/* ---- session.c: one container per session (docs/sessions.md) ---------------------------------- */
+void dock_session_env(struct plm_provider *p, struct plm_payload_env *out);
+int dock_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
+                      struct plm_session_opened *info, struct plm_err *err);
+int dock_session_run(struct plm_provider *p, struct plm_session *h, const struct plm_run_ctx *ctx,
+                     const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                     struct plm_err *err);
+int dock_session_run_cell(struct plm_provider *p, struct plm_session *h, const struct plm_run_ctx *ctx,
+                          const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                          struct plm_err *err);
+int dock_session_suspend(struct plm_provider *p, struct plm_session *h, bool *holds_memory, struct plm_err *err);
+int dock_session_close(struct plm_provider *p, struct plm_session *h, struct plm_err *err);
+/* Removes session containers (DOCK_LABEL_SESSION) whose daemon pid no longer runs here. */
+void dock_session_sweep(struct dock_state *s);
+/* The session pool's filler thread: started once the provider is proven, stopped (and every
+ * parked session container removed) by dock_session_pool_stop. */
+int dock_session_pool_start(struct dock_state *s, struct plm_err *err);
+void dock_session_pool_stop(struct dock_state *s);
 
 /* ---- sweep.c: the background thread ------------------------------------------------------------- */
 int dock_bg_start(struct dock_state *s, struct plm_err *err);

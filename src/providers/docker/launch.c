@@ -162,8 +162,8 @@ static int run_env(struct dock_state *s, enum dock_kind k, const struct dock_gra
 }
 
 static int cold_start(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd,
-                      const struct dock_grant_paths *g, int64_t label_deadline_s, struct dock_box **out,
-                      struct plm_err *err)
+                      const struct dock_grant_paths *g, const struct dock_lockdown *l, int64_t label_deadline_s,
+                      struct dock_box **out, struct plm_err *err)
 {
     static const char *const node_cmd[] = {"node", "-"};
     /* the snippet stays `node -` reading stdin; the client is an ES module loaded before it */
@@ -210,7 +210,7 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
         box_free(b);
         return plm_err_set(err, E2BIG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start command too long");
     }
-    json_t *spec = dock_spec(&s->lock, k, s->id[k], argv, argc, label_deadline_s, s->instance, g);
+    json_t *spec = dock_spec(l ? l : &s->lock, k, s->id[k], argv, argc, label_deadline_s, s->instance, g);
     free(env_owned); /* the spec holds its own copies */
     if (!spec) {
         box_free(b);
@@ -251,10 +251,12 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
                            "the container ended before its start marker (bad image or rejected command)");
     }
     b->marked = true;
-    pthread_mutex_lock(&s->pool_mu);
-    int64_t took = dock_mono_ms() - b->created_ms, *avg = &s->start_avg_ms[k];
-    *avg = *avg ? (*avg * 7 + took) / 8 : took;
-    pthread_mutex_unlock(&s->pool_mu);
+    if (k != DOCK_SESSION) { /* the pool's estimate (sessions are never pooled) */
+        pthread_mutex_lock(&s->pool_mu);
+        int64_t took = dock_mono_ms() - b->created_ms, *avg = &s->start_avg_ms[k];
+        *avg = *avg ? (*avg * 7 + took) / 8 : took;
+        pthread_mutex_unlock(&s->pool_mu);
+    }
     *out = b;
     return 0;
 }
@@ -305,7 +307,15 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
     int64_t label =
         dock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
         (k == DOCK_PROJECT ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000 : DOCK_SNIPPET_MAX_MS / 1000);
-    return cold_start(s, k, cmd, n_cmd, g, label, out, err);
+    return cold_start(s, k, cmd, n_cmd, g, NULL, label, out, err);
+}
+
+int dock_box_start(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd,
+                   const struct dock_lockdown *l, int64_t label_deadline_s, struct dock_box **out,
+                   struct plm_err *err)
+{
+    *out = NULL;
+    return cold_start(s, k, cmd, n_cmd, NULL, l, label_deadline_s, out, err);
 }
 
 static bool stopping(struct dock_state *s)
@@ -351,7 +361,7 @@ void dock_pool_fill(struct dock_state *s)
             struct plm_err e = {0};
             int64_t label = dock_unix_ms() / 1000 + DOCK_POOL_MAX_AGE_S + DOCK_START_MS / 1000 +
                             (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000;
-            int r = cold_start(s, (enum dock_kind)k, NULL, 0, NULL, label, &b, &e);
+            int r = cold_start(s, (enum dock_kind)k, NULL, 0, NULL, NULL, label, &b, &e);
             pthread_mutex_lock(&s->pool_mu);
             s->filling[k]--;
             s->fill_started_ms[k][slot] = 0;

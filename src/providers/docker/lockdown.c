@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -93,7 +94,7 @@ json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *i
     /* An empty read-only tmpfs hides the IPC namespace's mqueue fs, which dockerd mounts world-
      * writable (1777): the writable set is then exactly /tmp, /dev/shm (and /work). */
     set(tmpfs, "/dev/mqueue", json_string("ro,noexec,nosuid,nodev,size=4k"), &ok);
-    if (k == DOCK_PROJECT)
+    if (k != DOCK_SNIPPET) /* projects and sessions */
         set(tmpfs, "/work", t_work ? json_string(t_work) : NULL, &ok);
     set(h, "Tmpfs", tmpfs, &ok);
     if (g)
@@ -124,7 +125,13 @@ json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *i
     set(spec, "Tty", json_false(), &ok);
     set(spec, "NetworkDisabled", json_true(), &ok);
     set(spec, "Healthcheck", json_pack("{s:[s]}", "Test", "NONE"), &ok);
-    set(spec, "Labels", json_pack("{s:s, s:s}", DOCK_LABEL, instance, DOCK_LABEL_DEADLINE, deadline), &ok);
+    json_t *labels = json_pack("{s:s, s:s}", DOCK_LABEL, instance, DOCK_LABEL_DEADLINE, deadline);
+    if (k == DOCK_SESSION) { /* the startup sweep removes those whose daemon is gone (session.c) */
+        char pid[24];
+        snprintf(pid, sizeof pid, "%ld", (long)getpid());
+        set(labels, DOCK_LABEL_SESSION, json_string(pid), &ok);
+    }
+    set(spec, "Labels", labels, &ok);
     set(spec, "StopSignal", json_string("SIGKILL"), &ok);
     set(spec, "HostConfig", h, &ok);
     free(t_tmp), free(t_shm), free(t_work), free(seccomp);

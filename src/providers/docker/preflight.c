@@ -121,10 +121,10 @@ static void free_env(char **env, size_t n)
 }
 
 struct observed {
-    char id[2][72];
-    char platform[2][56];
-    char **env[2];
-    size_t n_env[2];
+    char id[DOCK_KINDS][72];
+    char platform[DOCK_KINDS][56];
+    char **env[DOCK_KINDS];
+    size_t n_env[DOCK_KINDS];
     char runtime_path[256], docker_version[64], runc_version[64], cgroup_version[8];
     struct dock_posture posture;
 };
@@ -140,7 +140,11 @@ static void copy_json_str(char *dst, size_t cap, json_t *v)
 
 static int check_image(struct dock_state *s, int k, int64_t deadline, struct observed *o, struct plm_err *err)
 {
-    const char *what = k == DOCK_SNIPPET ? "SANDBOX_DOCKER_IMAGE" : "SANDBOX_DOCKER_PROJECT_IMAGE";
+    const char *what = k == DOCK_SNIPPET   ? "SANDBOX_DOCKER_IMAGE"
+                       : k == DOCK_PROJECT ? "SANDBOX_DOCKER_PROJECT_IMAGE"
+                                           : "SANDBOX_DOCKER_SESSION_IMAGE";
+    if (!s->ref[k][0])
+        return 0; /* no session image: sessions are off */
     char path[400];
     snprintf(path, sizeof path, DOCK_API "/images/%s/json", s->ref[k]);
     json_t *j;
@@ -250,14 +254,14 @@ static int refresh(struct dock_state *s, struct plm_err *err)
     int64_t deadline = dock_mono_ms() + PF_BUDGET_MS;
     struct observed o = {0};
     int r = check_daemon(s, deadline, &o, err);
-    for (int k = 0; !r && k < 2; k++)
+    for (int k = 0; !r && k < DOCK_KINDS; k++)
         r = check_image(s, k, deadline, &o, err);
     if (!r && s->have_ids && o.posture.mode != s->posture.mode)
         r = plm_err_set(err, 0, PLM_E_ENVIRONMENT, PLM_REFUSAL_NONE,
                         "dockerd's posture is now %s (%.100s), but %s was proven at startup; restart plimsolld",
                         dock_mode_name(o.posture.mode), o.posture.why, dock_mode_name(s->posture.mode));
     if (!r && s->have_ids) {
-        for (int k = 0; k < 2 && !r; k++)
+        for (int k = 0; k < DOCK_KINDS && !r; k++)
             if (strcmp(o.id[k], s->id[k]) != 0) {
                 atomic_store(&s->repointed, true);
                 r = plm_err_set(err, 0, PLM_E_ENVIRONMENT, PLM_REFUSAL_NONE,
@@ -267,7 +271,7 @@ static int refresh(struct dock_state *s, struct plm_err *err)
             }
     } else if (!r) {
         /* First success, before anything is served: these become read-only from here on. */
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < DOCK_KINDS; k++) {
             memcpy(s->id[k], o.id[k], sizeof s->id[k]);
             memcpy(s->platform[k], o.platform[k], sizeof s->platform[k]);
             dock_software_identity(s->platform[k], s->id[k], s->software_identity[k], sizeof s->software_identity[k]);
@@ -282,7 +286,7 @@ static int refresh(struct dock_state *s, struct plm_err *err)
         s->posture = o.posture;
         s->have_ids = true;
     }
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < DOCK_KINDS; k++)
         free_env(o.env[k], o.n_env[k]);
     pthread_mutex_lock(&s->mu);
     if (r == 0) {
