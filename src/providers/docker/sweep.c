@@ -72,7 +72,10 @@ static void *reaper_main(void *arg)
         bool stopping = s->stop_reap;
         pthread_mutex_unlock(&s->mu);
         struct plm_err e = {0};
-        int r = dock_container_remove(&s->eng, id, 1, &e);
+        /* Stopping, nothing retries later: a dockerd slowed by load (a force removal past the
+         * 10 s call deadline) gets the spec's three tries instead of one, or the container
+         * outlives us until a later start's deadline sweep. */
+        int r = dock_container_remove(&s->eng, id, stopping ? 3 : 1, &e);
         pthread_mutex_lock(&s->mu);
         if (r < 0 && !stopping && s->n_pending < s->cap_pending) {
             /* dockerd away: keep it, and do not spin while it stays away */
