@@ -186,20 +186,20 @@ static void test_http(void)
     struct gio_http_req r;
     uint8_t a[] = "POST /v1/x%2F?q#f HTTP/1.1\nContent-Length:  12 \nExpect: 100-Continue\n\n";
     CHECK(gio_http_head_end(a, sizeof a - 1) == sizeof a - 1);
-    CHECK(gio_http_parse(a, sizeof a - 1, &r) == 0);
+    CHECK(gio_http_parse(a, sizeof a - 1, NULL, &r) == 0);
     CHECK_STR(r.method, "POST");
     CHECK_STR(r.target, "/v1/x%2F?q#f");
     CHECK(r.has_length && r.content_length == 12 && r.expect_continue && !r.http10);
     uint8_t b[] = "GET / HTTP/1.0\r\nContent-Length: 3\r\ncontent-length: 3\r\n\r\n";
-    CHECK(gio_http_parse(b, sizeof b - 1, &r) == 0 && r.http10 && r.content_length == 3);
+    CHECK(gio_http_parse(b, sizeof b - 1, NULL, &r) == 0 && r.http10 && r.content_length == 3);
     uint8_t c[] = "GET / HTTP/1.1\r\nX: a\rb\r\n\r\n"; /* a lone CR inside a value */
-    CHECK(gio_http_parse(c, sizeof c - 1, &r) == 400);
+    CHECK(gio_http_parse(c, sizeof c - 1, NULL, &r) == 400);
     uint8_t d[] = "GET / HTTP/1.1\r\n\r\n";
-    CHECK(gio_http_parse(d, 10, &r) == 400); /* not a complete head */
+    CHECK(gio_http_parse(d, 10, NULL, &r) == 400); /* not a complete head */
     uint8_t e[] = "GET / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n";
-    CHECK(gio_http_parse(e, sizeof e - 1, &r) == 400);
+    CHECK(gio_http_parse(e, sizeof e - 1, NULL, &r) == 400);
     uint8_t f[] = "GET /\x80\xff HTTP/1.1\r\n\r\n"; /* non-ASCII passes, for the broker to refuse */
-    CHECK(gio_http_parse(f, sizeof f - 1, &r) == 0 && !strcmp(r.target, "/\x80\xff"));
+    CHECK(gio_http_parse(f, sizeof f - 1, NULL, &r) == 0 && !strcmp(r.target, "/\x80\xff"));
     char h[256];
     CHECK(gio_http_head(h, sizeof h, 204, "x", 5) > 0 && !strstr(h, "Content-Length"));
     CHECK(gio_http_head(h, sizeof h, 599, "a/b", 7) > 0 && starts(h, "HTTP/1.1 599 Status\r\n") &&
@@ -208,7 +208,7 @@ static void test_http(void)
     /* what the parser accepts, the CALL encoder accepts: the helper never has to drop a request */
     uint8_t g[] = "M!#$%&'*+-.^_`|~ /\x21\x7e\x80 HTTP/1.1\r\n\r\n";
     uint8_t buf[128];
-    CHECK(gio_http_parse(g, sizeof g - 1, &r) == 0);
+    CHECK(gio_http_parse(g, sizeof g - 1, NULL, &r) == 0);
     struct gio_call call = {(const uint8_t *)r.method, (const uint8_t *)r.target, NULL,
                             strlen(r.method),          strlen(r.target),          0};
     CHECK(gio_call_encode(buf, sizeof buf, &call) > 0);
