@@ -1,0 +1,181 @@
+/* guestio_stream_bench.c: what moving the microvm channel's parser into the guestio helper costs
+ * (docs/privsep.md, stream mode), side by side in one run on one machine:
+ *   - open_close: gio_stream_open + gio_stream_close (spawn, confine, HELLO, hand-over, reap): what
+ *     each VM now pays once, at its first read;
+ *   - frame_direct / frame_helper: one guest frame from the guest's write to a decoded frame in the
+ *     reader, sequentially; "direct" is the daemon's old path (read + mvc_decode_guest in process),
+ *     "helper" the new one (helper reads, decodes, re-encodes, forwards; mvc_canon_decode here).
+ *     Two sizes: a 64-byte HOST_CALL (a host call's request) and a 1 MiB RESULT (a large answer).
+ * Prints one JSON line per figure. Usage: guestio_stream_bench [opens] [frames] */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/guestio/guestio.h"
+#include "../src/providers/microvm/chan.h"
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void report(const char *what, uint64_t *v, size_t n, size_t failures)
+{
+    qsort(v, n, sizeof *v, cmp);
+    printf("{\"bench\":\"guestio_stream\",\"what\":\"%s\",\"n\":%zu,\"failures\":%zu,\"p50_us\":%llu,\"p99_us\":%llu}\n",
+           what, n, failures, (unsigned long long)v[n / 2], (unsigned long long)v[n * 99 / 100]);
+    fflush(stdout);
+}
+
+/* Writes the whole frame (the guest's side is blocking). */
+static int put(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k <= 0)
+            return -1;
+        p += k, n -= (size_t)k;
+    }
+    return 0;
+}
+
+static uint8_t *frame;
+static size_t frame_len;
+
+static void make_frame(uint16_t type, size_t payload)
+{
+    free(frame);
+    frame_len = MVC_HDR_LEN + payload;
+    frame = calloc(1, frame_len);
+    uint8_t *pl = frame + MVC_HDR_LEN;
+    if (type == MVC_HOST_CALL) {
+        qf_host_call_encode_fixed(pl, 1, 3, 12, (uint32_t)(payload - QF_HOST_CALL_FIXED - 15));
+        memcpy(pl + QF_HOST_CALL_FIXED, "GET/v1/items/1", 15);
+        memset(pl + QF_HOST_CALL_FIXED + 15, 'b', payload - QF_HOST_CALL_FIXED - 15);
+    } else {
+        qf_result_encode_fixed(pl, 0, 0, (uint32_t)(payload - QF_RESULT_FIXED), 0);
+        memset(pl + QF_RESULT_FIXED, 'o', payload - QF_RESULT_FIXED);
+    }
+    mvc_hdr_encode(frame, &(struct mvc_hdr){.len = (uint32_t)payload, .type = type, .seq = 1});
+}
+
+/* The old path: the guest's bytes read and decoded in this process. */
+static int direct_one(int rd, int wr, uint8_t *buf, size_t cap)
+{
+    if (put(wr, frame, frame_len) < 0)
+        return -1;
+    size_t have = 0, used = 0;
+    struct mvc_frame f;
+    for (;;) {
+        enum mvc_decode_status st = mvc_decode_guest(buf, have, &f, &used);
+        if (st == MVC_FRAME)
+            return used == frame_len ? 0 : -1;
+        if (st == MVC_BAD || have == cap)
+            return -1;
+        ssize_t k = read(rd, buf + have, cap - have);
+        if (k <= 0)
+            return -1;
+        have += (size_t)k;
+    }
+}
+
+static int helper_one(struct gio_stream *gs, int wr)
+{
+    if (put(wr, frame, frame_len) < 0)
+        return -1;
+    const uint8_t *p;
+    size_t len;
+    int why;
+    struct mvc_frame f;
+    struct plm_err e = {0};
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t dl = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 5000;
+    if (gio_stream_next(gs, dl, &p, &len, &why, &e) != 1 || mvc_canon_decode(p, len, &f) < 0)
+        return -1;
+    return len == frame_len ? 0 : -1;
+}
+
+static void frames(const char *name, uint64_t *v, size_t n)
+{
+    char what[64];
+    int sv[2];
+    uint8_t *buf = malloc(MVC_CANON_MAX);
+    size_t fail = 0;
+    /* direct */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        exit(1);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t0 = now_us();
+        fail += direct_one(sv[0], sv[1], buf, MVC_CANON_MAX) < 0;
+        v[i] = now_us() - t0;
+    }
+    snprintf(what, sizeof what, "frame_direct_%s", name);
+    report(what, v, n, fail);
+    close(sv[0]);
+    close(sv[1]);
+    /* helper */
+    fail = 0;
+    struct gio_stream *gs = NULL;
+    struct plm_err e = {0};
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || gio_stream_open(dup(sv[0]), NULL, &gs, &e) < 0) {
+        fprintf(stderr, "open: %s\n", e.msg);
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t0 = now_us();
+        fail += helper_one(gs, sv[1]) < 0;
+        v[i] = now_us() - t0;
+    }
+    snprintf(what, sizeof what, "frame_helper_%s", name);
+    report(what, v, n, fail);
+    gio_stream_close(gs);
+    close(sv[0]);
+    close(sv[1]);
+    free(buf);
+}
+
+int main(int argc, char **argv)
+{
+    size_t opens = argc > 1 ? strtoul(argv[1], NULL, 10) : 200, n = argc > 2 ? strtoul(argv[2], NULL, 10) : 2000;
+    if (!opens || !n)
+        return 2;
+    uint64_t *v = calloc(opens > n ? opens : n, sizeof *v);
+    if (!v)
+        return 1;
+    size_t fail = 0;
+    for (size_t i = 0; i < opens; i++) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+            return 1;
+        struct gio_stream *gs = NULL;
+        struct plm_err e = {0};
+        uint64_t t0 = now_us();
+        fail += gio_stream_open(dup(sv[0]), NULL, &gs, &e) < 0;
+        gio_stream_close(gs);
+        v[i] = now_us() - t0;
+        close(sv[0]);
+        close(sv[1]);
+    }
+    report("open_close", v, opens, fail);
+    make_frame(MVC_HOST_CALL, 64);
+    frames("64B", v, n);
+    make_frame(MVC_RESULT, 1024 * 1024);
+    frames("1MiB", v, n / 10 ? n / 10 : 1);
+    free(frame);
+    free(v);
+    return 0;
+}
