@@ -16,15 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/core/clock.h"
 #include "../src/guestio/guestio.h"
 #include "../src/providers/microvm/chan.h"
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -101,9 +95,7 @@ static int helper_one(struct gio_stream *gs, int wr)
     int why;
     struct mvc_frame f;
     struct plm_err e = {0};
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t dl = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 5000;
+    int64_t dl = (int64_t)clock_mono_ms() + 5000;
     if (gio_stream_next(gs, dl, &p, &len, &why, &e) != 1 || mvc_canon_decode(p, len, &f) < 0)
         return -1;
     return len == frame_len ? 0 : -1;
@@ -119,9 +111,9 @@ static void frames(const char *name, uint64_t *v, size_t n)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         exit(1);
     for (size_t i = 0; i < n; i++) {
-        uint64_t t0 = now_us();
+        uint64_t t0 = clock_mono_us();
         fail += direct_one(sv[0], sv[1], buf, MVC_CANON_MAX) < 0;
-        v[i] = now_us() - t0;
+        v[i] = clock_mono_us() - t0;
     }
     snprintf(what, sizeof what, "frame_direct_%s", name);
     report(what, v, n, fail);
@@ -136,9 +128,9 @@ static void frames(const char *name, uint64_t *v, size_t n)
         exit(1);
     }
     for (size_t i = 0; i < n; i++) {
-        uint64_t t0 = now_us();
+        uint64_t t0 = clock_mono_us();
         fail += helper_one(gs, sv[1]) < 0;
-        v[i] = now_us() - t0;
+        v[i] = clock_mono_us() - t0;
     }
     snprintf(what, sizeof what, "frame_helper_%s", name);
     report(what, v, n, fail);
@@ -163,10 +155,10 @@ int main(int argc, char **argv)
             return 1;
         struct gio_stream *gs = NULL;
         struct plm_err e = {0};
-        uint64_t t0 = now_us();
+        uint64_t t0 = clock_mono_us();
         fail += gio_stream_open(dup(sv[0]), NULL, &gs, &e) < 0;
         gio_stream_close(gs);
-        v[i] = now_us() - t0;
+        v[i] = clock_mono_us() - t0;
         close(sv[0]);
         close(sv[1]);
     }

@@ -107,6 +107,8 @@ int gio_stream_open(int guest_fd, const char *helper_path, struct gio_stream **o
 int gio_stream_next(struct gio_stream *s, int64_t deadline_ms, const uint8_t **p, size_t *len, int *why,
                     struct plm_err *err);
 pid_t gio_stream_pid(const struct gio_stream *s); /* -1 once reaped */
+/* false once the helper has exited (it is reaped then) or the stream ended or failed. */
+bool gio_stream_alive(struct gio_stream *s);
 void gio_stream_close(struct gio_stream *s);      /* kills and reaps the helper; NULL-safe */
 
 /* Threads of every server in the process (monitors and call threads, detached ones included). */

@@ -91,8 +91,8 @@ static bool flush(void)
     return true;
 }
 
-/* The END frame, sent to the last byte, then exit: the daemon reads it before the close. */
-static _Noreturn void end(uint8_t why)
+/* Blocks until the outgoing frame is sent (the daemon gone: exit). */
+static void flush_all(void)
 {
     while (out) {
         struct pollfd p = {GIO_CHAN_FD, POLLOUT, 0};
@@ -101,14 +101,14 @@ static _Noreturn void end(uint8_t why)
         if (!flush())
             quit(0);
     }
+}
+
+/* The END frame, sent to the last byte, then exit: the daemon reads it before the close. */
+static _Noreturn void end(uint8_t why)
+{
+    flush_all();
     put_frame(GIO_T_END, &why, 1);
-    while (out) {
-        struct pollfd p = {GIO_CHAN_FD, POLLOUT, 0};
-        if (poll(&p, 1, -1) < 0 && errno != EINTR)
-            quit(GIO_EXIT_PROTOCOL);
-        if (!flush())
-            quit(0);
-    }
+    flush_all();
     quit(0);
 }
 

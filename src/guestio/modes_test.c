@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../../tests/unit.h"
+#include "../core/clock.h"
 #include "../providers/microvm/chan.h"
 #include "guestio.h"
 
@@ -26,9 +27,7 @@ static char sock_path[108];
 
 static int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)clock_mono_ms();
 }
 
 static void sleep_ms(int ms)
@@ -388,31 +387,25 @@ static void test_stream_mode(void)
     close(sv[1]);
 }
 
-/* Stream-mode helpers that break the protocol. */
-static void test_stream_evil(void)
+/* Stream-mode helpers that break the protocol: what the first read returns (-1 with errnum, or
+ * 2 for a frame the daemon's decoder refuses), and whether the helper is then gone. */
+static void stream_evil(const char *mode, int want, int want_errnum, bool reaped)
 {
     int sv[2];
     struct mvc_frame f;
     struct plm_err e = {0};
     int why = 0;
-    struct gio_stream *gs = open_stream(sv, "stream_badtype");
+    struct gio_stream *gs = open_stream(sv, mode);
     CHECK(gs != NULL);
-    if (gs) {
-        pid_t pid = gio_stream_pid(gs);
-        CHECK(next(gs, 2000, &f, &why, &e) == -1 && e.errnum == EPIPE);
-        CHECK(kill(pid, 0) < 0 && errno == ESRCH); /* killed and reaped */
-        gio_stream_close(gs);
-        close(sv[0]);
-        close(sv[1]);
-    }
-    gs = open_stream(sv, "stream_garbage");
-    CHECK(gs != NULL);
-    if (gs) {
-        CHECK(next(gs, 2000, &f, &why, &e) == 2); /* carried, and refused by mvc_canon_decode */
-        gio_stream_close(gs);
-        close(sv[0]);
-        close(sv[1]);
-    }
+    if (!gs)
+        return;
+    pid_t pid = gio_stream_pid(gs);
+    CHECK(next(gs, 2000, &f, &why, &e) == want && (!want_errnum || e.errnum == want_errnum));
+    if (reaped)
+        CHECK(kill(pid, 0) < 0 && errno == ESRCH);
+    gio_stream_close(gs);
+    close(sv[0]);
+    close(sv[1]);
 }
 
 int main(int argc, char **argv)
@@ -428,7 +421,8 @@ int main(int argc, char **argv)
     guard_evil("gcall_badpath");
     guard_evil("wrong_mode");
     test_stream_mode();
-    test_stream_evil();
+    stream_evil("stream_badtype", -1, EPIPE, true); /* a DONE in stream mode: killed and reaped */
+    stream_evil("stream_garbage", 2, 0, false);     /* carried, and refused by mvc_canon_decode */
     unlink(sock_path);
     return unit_done();
 }

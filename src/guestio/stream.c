@@ -17,10 +17,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../core/cleanup.h"
+#include "../core/clock.h"
 #include "frame.h"
 #include "guestio.h"
 #include "launch.h"
@@ -37,13 +37,6 @@ struct gio_stream {
     uint8_t *pl;  /* the frame being read */
     uint8_t *last; /* the frame last returned */
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void reap(struct gio_stream *s)
 {
@@ -137,7 +130,7 @@ int gio_stream_next(struct gio_stream *s, int64_t deadline_ms, const uint8_t **p
         }
         ssize_t n = want ? recv(s->chan, dst, want, MSG_DONTWAIT) : 0;
         if (want && n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            int64_t left = deadline_ms - now_ms();
+            int64_t left = deadline_ms - (int64_t)clock_mono_ms();
             if (left <= 0)
                 return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guest channel: deadline");
             struct pollfd pf = {s->chan, POLLIN, 0};
@@ -181,6 +174,19 @@ int gio_stream_next(struct gio_stream *s, int64_t deadline_ms, const uint8_t **p
         *len = s->h.len;
         return 1;
     }
+}
+
+bool gio_stream_alive(struct gio_stream *s)
+{
+    if (!s || s->state != 0 || s->pid <= 0)
+        return false;
+    if (waitpid(s->pid, &s->status, WNOHANG) == s->pid) {
+        s->pid = -1; /* reaped here: never signal its pid again */
+        reap(s);
+        s->state = -1;
+        return false;
+    }
+    return true;
 }
 
 pid_t gio_stream_pid(const struct gio_stream *s)

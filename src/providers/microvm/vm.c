@@ -151,6 +151,12 @@ int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, siz
                const void *c, size_t clen, struct plm_err *err)
 {
     uint8_t h[MVC_HDR_LEN];
+    /* A new request to a VM whose channel helper died while nothing was asked of it (a pooled
+     * VM; nothing of the guest's can be lost then): its next read starts a fresh helper. */
+    if (seq == 0 && vm->rd.gs && !gio_stream_alive(vm->rd.gs)) {
+        gio_stream_close(vm->rd.gs);
+        vm->rd = (struct mv_reader){0};
+    }
     if (seq == 0)
         seq = ++vm->seq;
     mvc_hdr_encode(h, &(struct mvc_hdr){.len = (uint32_t)(alen + blen + clen), .type = type, .seq = seq});
