@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from harness import Daemon, descendants, js  # noqa: E402
 
 STARTUP = 300  # seconds: template boot + proof under a loaded TCG host
-HELPER = "plimsoll-guestio"
+HELPER = "plimsoll-guestio"  # its argv[0] (its comm is "plm-guestio")
 
 
 def settle(pred, timeout=60):
@@ -36,13 +36,21 @@ def status(pid):
         return {}
 
 
+def is_helper(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().split(b"\0")[0] == HELPER.encode()
+    except OSError:
+        return False
+
+
 def helpers(pid):
     """The daemon's live guestio helpers (not zombies)."""
-    return [p for p in descendants(pid) if status(p).get("Name") == HELPER and status(p).get("State", "")[:1] != "Z"]
+    return [p for p in descendants(pid) if is_helper(p) and status(p).get("State", "")[:1] != "Z"]
 
 
 def all_helpers():
-    return [int(d) for d in os.listdir("/proc") if d.isdigit() and status(int(d)).get("Name") == HELPER]
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and is_helper(int(d))]
 
 
 class GuestioMicroVM(unittest.TestCase):
@@ -112,9 +120,11 @@ class GuestioMicroVMLifecycle(unittest.TestCase):
         d = Daemon({"SANDBOX_PROVIDER": "microvm", "PLIMSOLL_INSECURE": "1", "SANDBOX_MICROVM_ACCEL": "tcg"},
                    timeout=STARTUP)
         pid = d.proc.pid
-        self.assertTrue(settle(lambda: len(helpers(pid)) >= 1, 60))
-        mine = set(helpers(pid))
-        d.kill()  # SIGKILL: the helpers' parent-death signal takes them
+        try:
+            self.assertTrue(settle(lambda: len(helpers(pid)) >= 1, 60))
+            mine = set(helpers(pid))
+        finally:
+            d.kill()  # SIGKILL: the helpers' parent-death signal takes them
         self.assertTrue(settle(lambda: not (set(all_helpers()) - before) & mine, 10), mine)
 
 
