@@ -319,7 +319,8 @@ static int on_call(struct gio_server *s)
     }
     c->s = s;
     c->id = s->rx_h.seq;
-    memcpy(c->method, call.method, call.method_len);
+    if (call.method_len) /* a GCALL has neither (guard mode) */
+        memcpy(c->method, call.method, call.method_len);
     c->method[call.method_len] = 0;
     if (call.target_len)
         memcpy(c->target, call.target, call.target_len);

@@ -14,18 +14,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Daemon, descendants, js  # noqa: E402
+from test_microvm import settle  # noqa: E402
 
 STARTUP = 300  # seconds: template boot + proof under a loaded TCG host
 HELPER = "plimsoll-guestio"  # its argv[0] (its comm is "plm-guestio")
-
-
-def settle(pred, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return pred()
 
 
 def status(pid):
