@@ -28,7 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(head, data, end);
     struct gio_http_req r;
     memset(&r, 0, sizeof r);
-    int st = gio_http_parse(head, end, &r);
+    /* the guard's credential header, as guard mode asks for it */
+    int st = gio_http_parse(head, end, "X-Plimsoll-E2B-Guard", &r);
+    if (st == 0 && r.cred && ((const uint8_t *)r.cred < head || (const uint8_t *)r.cred >= head + end ||
+                              (r.cred_count == 0)))
+        abort();
     if (st == 0) {
         /* Accepted: a non-empty method token, a NUL-terminated target inside the buffer with no
          * control bytes (the broker sees it verbatim), and a length only when one was sent. */

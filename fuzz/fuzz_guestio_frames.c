@@ -1,6 +1,7 @@
 /* fuzz_guestio_frames.c: the canonical frame decoders of the guestio split (src/guestio/
  * frame.c) over bytes a confined helper that a guest may have taken over wrote to the daemon
- * (and, the other way, the daemon's REPLY frames the helper decodes). The input is a stream of
+ * (and, the other way, the daemon's REPLY frames the helper decodes), the guard's GCALL frames
+ * included. The input is a stream of
  * frames; each header is decoded, its payload taken only when the header passed, and whatever
  * a decoder accepts is checked against the invariants the daemon relies on and re-encoded,
  * which must give back exactly the same bytes. */
@@ -55,6 +56,30 @@ static void check_reply(const uint8_t *p, size_t len)
     free(re);
 }
 
+static void check_gcall(const uint8_t *p, size_t len)
+{
+    struct gio_gcall g;
+    if (gio_gcall_decode(p, len, &g) < 0)
+        return;
+    if (g.cred_len < 1 || g.cred_len > GIO_CRED_MAX || gio_gcall_size(&g) != len)
+        abort();
+    for (size_t i = 0; i < g.cred_len; i++)
+        if (g.cred[i] < 0x21 || g.cred[i] > 0x7e)
+            abort();
+    if (g.verdict == GIO_V_CALL &&
+        (g.method < 0 || g.method >= GIO_GM_COUNT || g.path_len < 1 || g.path_len > GIO_GPATH_MAX ||
+         memchr(g.path, 0, g.path_len) || g.body_len > GIO_GBODY_MAX || g.body + g.body_len != p + len))
+        abort();
+    if (g.verdict == GIO_V_BAD && (g.why_len < 1 || g.why_len > GIO_WHY_MAX || memchr(g.why, '"', g.why_len)))
+        abort();
+    uint8_t *re = malloc(len ? len : 1);
+    if (!re)
+        return;
+    if (gio_gcall_encode(re, len, &g) != len || memcmp(re, p, len) != 0)
+        abort();
+    free(re);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* The first byte picks the direction; the rest is the stream. */
@@ -80,6 +105,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         switch (h.type) {
         case GIO_T_CALL: check_call(p, h.len); break;
         case GIO_T_REPLY: check_reply(p, h.len); break;
+        case GIO_T_GCALL: check_gcall(p, h.len); break;
+        case GIO_T_GUEST: break; /* opaque here: the stream's own decoder (chan_fuzz.c) */
+        case GIO_T_END:
+            if (h.len != 1)
+                abort();
+            break;
         case GIO_T_HELLO:
             if (gio_hello_decode(p, h.len, &v) == 0 && v != GIO_VERSION)
                 abort();

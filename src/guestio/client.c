@@ -32,12 +32,11 @@
 #include <unistd.h>
 
 #include "../core/cleanup.h"
+#include "client.h"
 #include "frame.h"
 #include "guestio.h"
 #include "launch.h"
 
-#define CT_TEXT "text/plain; charset=utf-8"
-#define CT_BODY "application/octet-stream"
 
 enum sst { S_FREE = 0, S_GIVEN, S_CALLED, S_REPLIED };
 
@@ -49,13 +48,6 @@ struct slot {
     bool reply_sent; /* the helper has (part of) the REPLY: it may have written to the guest */
 };
 
-struct obuf {
-    struct obuf *next;
-    uint8_t *p;
-    size_t len, off;
-    int pass_fd;       /* sent in SCM_RIGHTS with the frame's first byte; not owned; -1 none */
-    uint64_t reply_to; /* a REPLY's connection, 0 for other frames */
-};
 
 struct gio_server {
     pthread_mutex_t mu;
@@ -64,6 +56,7 @@ struct gio_server {
     struct gio_handler h;
     int lfd, wake, exe_fd;
     struct gio_ids ids;
+    char mode[8 + 256]; /* the helper's mode argument ("http" or "guard:<path>") */
     pthread_t monitor;
     bool monitor_started;
     /* under mu */
@@ -91,7 +84,8 @@ struct callctx {
     uint64_t id;
     char method[GIO_METHOD_MAX + 1];
     char *target;
-    uint8_t *frame; /* the CALL payload: the body points into it */
+    struct gio_gcall g; /* guard mode: points into frame */
+    uint8_t *frame; /* the CALL or GCALL payload: the body points into it */
     const uint8_t *body;
     size_t len;
 };
@@ -126,89 +120,6 @@ static void wake(struct gio_server *s)
     if (write(s->wake, &one, sizeof one) < 0) {
         /* EAGAIN: a wake-up is already pending, which is all we need */
     }
-}
-
-/* One non-blocking send of a short answer, then close: never waits on a guest. */
-static void refuse(int fd, int status, const char *text)
-{
-    char buf[256];
-    int n =
-        snprintf(buf, sizeof buf,
-                 "HTTP/1.1 %d %s\r\nContent-Type: " CT_TEXT "\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
-                 status, status == 503 ? "Service Unavailable" : "Error", strlen(text), text);
-    if (n > 0 && (size_t)n < sizeof buf && send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-        /* the guest is gone or not reading: closing is the answer */
-    }
-    close(fd);
-}
-
-static void obuf_free_list(struct obuf *b)
-{
-    while (b) {
-        struct obuf *n = b->next;
-        free(b->p);
-        free(b);
-        b = n;
-    }
-}
-
-static void push(struct obuf **head, struct obuf **tail, struct obuf *b)
-{
-    b->next = NULL;
-    if (*tail)
-        (*tail)->next = b;
-    else
-        *head = b;
-    *tail = b;
-}
-
-static struct obuf *frame_buf(uint16_t type, uint64_t seq, size_t payload)
-{
-    struct obuf *b = calloc(1, sizeof *b);
-    if (!b)
-        return NULL;
-    b->p = malloc(GIO_HDR_LEN + payload);
-    if (!b->p) {
-        free(b);
-        return NULL;
-    }
-    struct gio_hdr h = {.len = (uint32_t)payload, .type = type, .flags = 0, .seq = seq};
-    gio_hdr_encode(b->p, &h);
-    b->len = GIO_HDR_LEN + payload;
-    b->pass_fd = -1;
-    return b;
-}
-
-/* A REPLY frame; a status the HTTP exchange cannot end with, or a reply the frame cannot
- * carry, becomes 502, and a Content-Type that could break the head becomes octet-stream. */
-static struct obuf *reply_frame(uint64_t id, int status, const char *ctype, const uint8_t *body, size_t len)
-{
-    static const char bad[] = "host api unavailable\n";
-    if (status < 200 || status > 599 || len > GIO_REPLY_MAX || (len && !body)) {
-        status = 502;
-        ctype = CT_TEXT;
-        body = (const uint8_t *)bad;
-        len = sizeof bad - 1;
-    }
-    size_t cl = ctype ? strlen(ctype) : 0;
-    bool ok = cl > 0 && cl <= GIO_CTYPE_MAX;
-    for (size_t i = 0; ok && i < cl; i++)
-        ok = (unsigned char)ctype[i] >= 0x20 && (unsigned char)ctype[i] <= 0x7e;
-    if (!ok) {
-        ctype = CT_BODY;
-        cl = sizeof CT_BODY - 1;
-    }
-    struct gio_reply r = {
-        .status = status, .ctype = (const uint8_t *)ctype, .ctype_len = cl, .body = body, .body_len = len};
-    size_t n = gio_reply_size(cl, len);
-    struct obuf *b = frame_buf(GIO_T_REPLY, id, n);
-    if (b)
-        b->reply_to = id;
-    if (b && gio_reply_encode(b->p + GIO_HDR_LEN, n, &r) != n) {
-        obuf_free_list(b);
-        return NULL;
-    }
-    return b;
 }
 
 static struct slot *slot_by_id(struct gio_server *s, uint64_t id)
@@ -258,7 +169,7 @@ static void drop_all_locked(struct gio_server *s, bool answer)
         if (sl->fd >= 0) {
             /* Owed an answer, and the helper cannot have started one: 503. */
             if (answer && (sl->st == S_GIVEN || sl->st == S_CALLED || (sl->st == S_REPLIED && !sl->reply_sent)))
-                refuse(sl->fd, 503, "host api socket unavailable\n");
+                gio_refuse(sl->fd, 503, "host api socket unavailable\n");
             else
                 close(sl->fd); /* the helper may have written part of the answer: just end it */
         }
@@ -286,7 +197,7 @@ static void helper_failed(struct gio_server *s, bool violation)
 /* Spawns a helper (launch.c) and records it; 0 or -1. */
 static int spawn_helper(struct gio_server *s, struct plm_err *err)
 {
-    struct gio_spawn sp = {.exe_fd = s->exe_fd, .ids = s->ids, .lim = s->lim};
+    struct gio_spawn sp = {.exe_fd = s->exe_fd, .ids = s->ids, .lim = s->lim, .mode = s->mode};
     int status = -1;
     pthread_mutex_lock(&s->mu);
     s->stats.helpers++;
@@ -333,7 +244,7 @@ static void answer_locked(struct gio_server *s, struct slot *sl, struct obuf *b)
     sl->st = S_REPLIED;
     sl->since = b ? now_ms() : 0;
     if (b)
-        push(&s->sq_head, &s->sq_tail, b);
+        obuf_push(&s->sq_head, &s->sq_tail, b);
     wake(s);
 }
 
@@ -342,7 +253,10 @@ static void *call_main(void *arg)
     struct callctx *c = arg;
     struct gio_server *s = c->s;
     struct plm_host_reply rep = {0};
-    s->h.call(s->h.ctx, c->method, c->target, c->body, c->len, &rep);
+    if (s->lim.guard_path)
+        s->h.guard(s->h.ctx, &c->g, &rep);
+    else
+        s->h.call(s->h.ctx, c->method, c->target, c->body, c->len, &rep);
     if (s->h.release)
         s->h.release(s->h.ctx);
     struct obuf *b = reply_frame(c->id, rep.status, rep.content_type, rep.body, rep.len);
@@ -372,8 +286,10 @@ static void *call_main(void *arg)
 /* 0, or -1 for a protocol violation. Takes s->rx_pl. */
 static int on_call(struct gio_server *s)
 {
-    struct gio_call call;
-    if (gio_call_decode(s->rx_pl, s->rx_h.len, &call) < 0 || call.body_len > s->lim.body_max)
+    struct gio_call call = {0};
+    struct gio_gcall g = {0};
+    if (s->lim.guard_path ? gio_gcall_decode(s->rx_pl, s->rx_h.len, &g) < 0 || g.body_len > s->lim.body_max
+                          : gio_call_decode(s->rx_pl, s->rx_h.len, &call) < 0 || call.body_len > s->lim.body_max)
         return -1;
     struct callctx *c = calloc(1, sizeof *c);
     if (c)
@@ -403,10 +319,13 @@ static int on_call(struct gio_server *s)
     }
     c->s = s;
     c->id = s->rx_h.seq;
-    memcpy(c->method, call.method, call.method_len);
+    if (call.method_len) /* a GCALL has neither (guard mode) */
+        memcpy(c->method, call.method, call.method_len);
     c->method[call.method_len] = 0;
-    memcpy(c->target, call.target, call.target_len);
+    if (call.target_len)
+        memcpy(c->target, call.target, call.target_len);
     c->target[call.target_len] = 0;
+    c->g = g;
     c->frame = s->rx_pl;
     s->rx_pl = NULL;
     c->body = call.body;
@@ -500,7 +419,9 @@ static int read_helper(struct gio_server *s)
         }
         if (s->rx_plhave < s->rx_h.len)
             continue;
-        int r = s->rx_h.type == GIO_T_CALL ? on_call(s) : on_done(s);
+        /* Each mode has its own request frame; the stream types never come to a server. */
+        uint16_t want_call = s->lim.guard_path ? GIO_T_GCALL : GIO_T_CALL;
+        int r = s->rx_h.type == want_call ? on_call(s) : s->rx_h.type == GIO_T_DONE ? on_done(s) : -1;
         free(s->rx_pl);
         s->rx_pl = NULL;
         s->rx_hhave = s->rx_plhave = 0;
@@ -573,13 +494,13 @@ static void accept_one(struct gio_server *s, unsigned *spawns_left)
         /* A failed spawn counts too: a helper that cannot start is not retried without bound. */
         struct plm_err e = {0};
         if (!*spawns_left || ((*spawns_left)--, spawn_helper(s, &e) < 0)) {
-            refuse(fd, 503, "host api socket unavailable\n");
+            gio_refuse(fd, 503, "host api socket unavailable\n");
             return;
         }
     }
     struct obuf *b = frame_buf(GIO_T_CONN, s->next_id + 1, 0);
     if (!b) {
-        refuse(fd, 503, "host api socket out of memory\n");
+        gio_refuse(fd, 503, "host api socket out of memory\n");
         return;
     }
     pthread_mutex_lock(&s->mu);
@@ -594,13 +515,13 @@ static void accept_one(struct gio_server *s, unsigned *spawns_left)
     pthread_mutex_unlock(&s->mu);
     if (!sl) { /* cannot happen: the listener is not polled at the cap */
         obuf_free_list(b);
-        refuse(fd, 503, "host api socket is at capacity\n");
+        gio_refuse(fd, 503, "host api socket is at capacity\n");
         return;
     }
     b->pass_fd = fd;
     if (!s->q_head)
         s->q_progress = now_ms();
-    push(&s->q_head, &s->q_tail, b);
+    obuf_push(&s->q_head, &s->q_tail, b);
 }
 
 /* The next moment a connection the helper holds becomes overdue (INT64_MAX when none), and
@@ -638,6 +559,7 @@ static void *monitor_main(void *arg)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     unsigned spawns_left = GIO_RESTART_MAX;
+    int64_t window_start = now_ms();
     while (r == 0) {
         pthread_mutex_lock(&s->mu);
         bool stopping = s->stopping, full = s->n_live >= s->lim.conn_max;
@@ -654,6 +576,10 @@ static void *monitor_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         if (stopping)
             break;
+        if (s->lim.restart_window_ms && now_ms() - window_start >= s->lim.restart_window_ms) {
+            window_start = now_ms(); /* a long-lived listener's budget refills */
+            spawns_left = GIO_RESTART_MAX;
+        }
         if (s->pid > 0 && flush_helper(s) < 0) {
             helper_failed(s, false);
             continue;
@@ -703,7 +629,13 @@ static void *monitor_main(void *arg)
 static int check_limits(const struct gio_limits *l, struct plm_err *err)
 {
     if (l->conn_max < 1 || l->conn_max > GIO_CONN_CAP || l->head_max < 64 || l->head_max > GIO_HEAD_CAP ||
-        l->body_max > GIO_BODY_MAX || !l->head_ms || !l->read_ms || !l->write_ms)
+        l->body_max > (l->guard_path ? GIO_GBODY_MAX : GIO_BODY_MAX) || !l->head_ms || !l->read_ms || !l->write_ms)
+        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio: limits out of range");
+    size_t pl = l->guard_path ? strlen(l->guard_path) : 0;
+    bool path_ok = !l->guard_path || (pl >= 1 && pl < 256 && l->guard_path[0] == '/');
+    for (size_t i = 0; path_ok && i < pl; i++)
+        path_ok = gio_target_byte((uint8_t)l->guard_path[i]) && (uint8_t)l->guard_path[i] < 0x7f;
+    if (!path_ok)
         return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio: limits out of range");
     return 0;
 }
@@ -713,7 +645,7 @@ int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct g
 {
     *out = NULL;
     cleanup_close int lfd = listen_fd;
-    if (!h || !h->call || !lim || check_limits(lim, err) < 0)
+    if (!h || !lim || (lim->guard_path ? !h->guard : !h->call) || check_limits(lim, err) < 0)
         return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio: nothing to serve");
     struct gio_server *s = calloc(1, sizeof *s);
     if (!s)
@@ -722,6 +654,11 @@ int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct g
     pthread_cond_init(&s->cv, NULL);
     s->lim = *lim;
     s->h = *h;
+    if (lim->guard_path)
+        snprintf(s->mode, sizeof s->mode, "guard:%s", lim->guard_path);
+    else
+        snprintf(s->mode, sizeof s->mode, "http");
+    s->lim.guard_path = lim->guard_path ? s->mode + 6 : NULL; /* ours: the caller's may go */
     if (!s->h.hold || !s->h.release)
         s->h.hold = s->h.release = NULL; /* half a pair is no hold: stop then waits */
     s->lfd = s->wake = s->exe_fd = s->chan = -1;

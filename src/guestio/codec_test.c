@@ -180,26 +180,104 @@ static void test_reply(void)
           gio_reply_size(GIO_CTYPE_MAX, GIO_REPLY_MAX) > 0);
 }
 
+/* GCALL (guard mode): each verdict round-trips; every field the daemon relies on is refused one
+ * step past its bound, and a payload one byte short or long is refused. */
+static void test_gcall(void)
+{
+    static uint8_t buf[GIO_GCALL_FIXED + GIO_CRED_MAX + GIO_GPATH_MAX + 64];
+    struct gio_gcall g = {.cred = (const uint8_t *)"crg_ab", .cred_len = 6, .verdict = GIO_V_CALL,
+                          .method = GIO_GM_DELETE, .path = (const uint8_t *)"/v1/\xc3\xa9", .path_len = 6,
+                          .body = (const uint8_t *)"{\"a\":1}", .body_len = 7},
+                     d;
+    size_t n = gio_gcall_encode(buf, sizeof buf, &g);
+    CHECK(n == gio_gcall_size(&g) && n == 2 + 6 + 1 + 2 + 6 + 4 + 7);
+    CHECK(gio_gcall_decode(buf, n, &d) == 0 && d.verdict == GIO_V_CALL && d.method == GIO_GM_DELETE &&
+          d.cred_len == 6 && d.path_len == 6 && d.body_len == 7 && !memcmp(d.body, "{\"a\":1}", 7));
+    CHECK(!strcmp(gio_gmethod_name[d.method], "DELETE"));
+    for (size_t cut = 0; cut < n; cut++)
+        CHECK(gio_gcall_decode(buf, cut, &d) < 0);
+    CHECK(gio_gcall_decode(buf, n + 1, &d) < 0);
+    buf[2 + 6 + 1] = GIO_GM_COUNT; /* no such method */
+    CHECK(gio_gcall_decode(buf, n, &d) < 0);
+    n = gio_gcall_encode(buf, sizeof buf, &g);
+    buf[2 + 6 + 1 + 2 + 4] = 0xc3, buf[2 + 6 + 1 + 2 + 5] = 0x28; /* not UTF-8 in the path */
+    CHECK(gio_gcall_decode(buf, n, &d) < 0);
+    n = gio_gcall_encode(buf, sizeof buf, &g);
+    buf[2 + 6 + 1 + 2 + 1] = 0; /* a NUL in the path */
+    CHECK(gio_gcall_decode(buf, n, &d) < 0);
+    n = gio_gcall_encode(buf, sizeof buf, &g);
+    buf[3] = ' '; /* a space in the credential */
+    CHECK(gio_gcall_decode(buf, n, &d) < 0);
+    struct gio_gcall bad = g;
+    bad.cred_len = 0;
+    CHECK(gio_gcall_encode(buf, sizeof buf, &bad) == 0);
+    bad = g;
+    bad.path_len = GIO_GPATH_MAX + 1;
+    CHECK(gio_gcall_size(&bad) == 0);
+    bad = g;
+    bad.body = (const uint8_t *)"\xff";
+    bad.body_len = 1;
+    CHECK(gio_gcall_encode(buf, sizeof buf, &bad) == 0);
+    /* the refusals */
+    struct gio_gcall why = {.cred = (const uint8_t *)"t", .cred_len = 1, .verdict = GIO_V_BAD,
+                            .why = (const uint8_t *)"method must be a string", .why_len = 23};
+    n = gio_gcall_encode(buf, sizeof buf, &why);
+    CHECK(n == 2 + 1 + 1 + 23 && gio_gcall_decode(buf, n, &d) == 0 && d.verdict == GIO_V_BAD && d.why_len == 23);
+    buf[5] = '"'; /* a quote would break the daemon's JSON answer */
+    CHECK(gio_gcall_decode(buf, n, &d) < 0);
+    why.why_len = 0;
+    CHECK(gio_gcall_encode(buf, sizeof buf, &why) == 0);
+    struct gio_gcall big = {.cred = (const uint8_t *)"t", .cred_len = 1, .verdict = GIO_V_TOO_LARGE};
+    n = gio_gcall_encode(buf, sizeof buf, &big);
+    CHECK(n == 3 && gio_gcall_decode(buf, n, &d) == 0 && d.verdict == GIO_V_TOO_LARGE);
+    CHECK(gio_gcall_decode(buf, n + 1, &d) < 0);
+    buf[2] = 3; /* no such verdict */
+    CHECK(gio_gcall_decode(buf, n, &d) < 0);
+    /* the stream frames: END is exactly one byte, GUEST is capped, both only towards the daemon */
+    uint8_t h[GIO_HDR_LEN];
+    struct gio_hdr hh = {.len = 1, .type = GIO_T_END, .seq = 1}, hd;
+    gio_hdr_encode(h, &hh);
+    CHECK(gio_hdr_decode(h, GIO_TO_DAEMON, &hd) == 0 && gio_hdr_decode(h, GIO_TO_HELPER, &hd) < 0);
+    hh.len = 2;
+    gio_hdr_encode(h, &hh);
+    CHECK(gio_hdr_decode(h, GIO_TO_DAEMON, &hd) < 0);
+    hh = (struct gio_hdr){.len = GIO_GUEST_MAX + 1, .type = GIO_T_GUEST, .seq = 1};
+    gio_hdr_encode(h, &hh);
+    CHECK(gio_hdr_decode(h, GIO_TO_DAEMON, &hd) < 0);
+}
+
+static void test_cred_header(void)
+{
+    struct gio_http_req r;
+    uint8_t a[] = "POST /g HTTP/1.1\r\nx-plimsoll-e2b-guard:  crg_1 \r\nContent-Length: 0\r\n\r\n";
+    CHECK(gio_http_parse(a, sizeof a - 1, "X-Plimsoll-E2B-Guard", &r) == 0 && r.cred_count == 1 &&
+          !strcmp(r.cred, "crg_1"));
+    uint8_t b[] = "POST /g HTTP/1.1\r\nX-Plimsoll-E2B-Guard: a\r\nX-Plimsoll-E2B-Guard: b\r\n\r\n";
+    CHECK(gio_http_parse(b, sizeof b - 1, "X-Plimsoll-E2B-Guard", &r) == 0 && r.cred_count == 2);
+    uint8_t c[] = "POST /g HTTP/1.1\r\nX-Plimsoll-E2B-Guard: a\r\n\r\n";
+    CHECK(gio_http_parse(c, sizeof c - 1, NULL, &r) == 0 && r.cred == NULL && r.cred_count == 0);
+}
+
 /* The parser moved here from the docker provider unchanged; its cases moved with it. */
 static void test_http(void)
 {
     struct gio_http_req r;
     uint8_t a[] = "POST /v1/x%2F?q#f HTTP/1.1\nContent-Length:  12 \nExpect: 100-Continue\n\n";
     CHECK(gio_http_head_end(a, sizeof a - 1) == sizeof a - 1);
-    CHECK(gio_http_parse(a, sizeof a - 1, &r) == 0);
+    CHECK(gio_http_parse(a, sizeof a - 1, NULL, &r) == 0);
     CHECK_STR(r.method, "POST");
     CHECK_STR(r.target, "/v1/x%2F?q#f");
     CHECK(r.has_length && r.content_length == 12 && r.expect_continue && !r.http10);
     uint8_t b[] = "GET / HTTP/1.0\r\nContent-Length: 3\r\ncontent-length: 3\r\n\r\n";
-    CHECK(gio_http_parse(b, sizeof b - 1, &r) == 0 && r.http10 && r.content_length == 3);
+    CHECK(gio_http_parse(b, sizeof b - 1, NULL, &r) == 0 && r.http10 && r.content_length == 3);
     uint8_t c[] = "GET / HTTP/1.1\r\nX: a\rb\r\n\r\n"; /* a lone CR inside a value */
-    CHECK(gio_http_parse(c, sizeof c - 1, &r) == 400);
+    CHECK(gio_http_parse(c, sizeof c - 1, NULL, &r) == 400);
     uint8_t d[] = "GET / HTTP/1.1\r\n\r\n";
-    CHECK(gio_http_parse(d, 10, &r) == 400); /* not a complete head */
+    CHECK(gio_http_parse(d, 10, NULL, &r) == 400); /* not a complete head */
     uint8_t e[] = "GET / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n";
-    CHECK(gio_http_parse(e, sizeof e - 1, &r) == 400);
+    CHECK(gio_http_parse(e, sizeof e - 1, NULL, &r) == 400);
     uint8_t f[] = "GET /\x80\xff HTTP/1.1\r\n\r\n"; /* non-ASCII passes, for the broker to refuse */
-    CHECK(gio_http_parse(f, sizeof f - 1, &r) == 0 && !strcmp(r.target, "/\x80\xff"));
+    CHECK(gio_http_parse(f, sizeof f - 1, NULL, &r) == 0 && !strcmp(r.target, "/\x80\xff"));
     char h[256];
     CHECK(gio_http_head(h, sizeof h, 204, "x", 5) > 0 && !strstr(h, "Content-Length"));
     CHECK(gio_http_head(h, sizeof h, 599, "a/b", 7) > 0 && starts(h, "HTTP/1.1 599 Status\r\n") &&
@@ -208,7 +286,7 @@ static void test_http(void)
     /* what the parser accepts, the CALL encoder accepts: the helper never has to drop a request */
     uint8_t g[] = "M!#$%&'*+-.^_`|~ /\x21\x7e\x80 HTTP/1.1\r\n\r\n";
     uint8_t buf[128];
-    CHECK(gio_http_parse(g, sizeof g - 1, &r) == 0);
+    CHECK(gio_http_parse(g, sizeof g - 1, NULL, &r) == 0);
     struct gio_call call = {(const uint8_t *)r.method, (const uint8_t *)r.target, NULL,
                             strlen(r.method),          strlen(r.target),          0};
     CHECK(gio_call_encode(buf, sizeof buf, &call) > 0);
@@ -220,5 +298,7 @@ int main(void)
     test_call();
     test_reply();
     test_http();
+    test_gcall();
+    test_cred_header();
     return unit_done();
 }

@@ -2,7 +2,8 @@
  * built once per EVIL_* mode by meson.build). Each speaks just enough of the protocol to get
  * a connection and then breaks it in one way; guestio_test.c checks that the daemon side kills
  * it, answers the guest 503 and never calls the handler with anything it did not validate.
- * EVIL_ESCAPE puts up the real walls (gio_confine) first and then tries a syscall the filter
+ * The GCALL_BADPATH and WRONG_MODE ones break guard mode, the STREAM_ ones stream mode
+ * (modes_test.c). EVIL_ESCAPE puts up the real walls (gio_confine) first and then tries a syscall the filter
  * forbids, chosen by its conn_max argument, to prove the filter kills it. */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,6 +147,29 @@ int main(int argc, char **argv)
         _exit(4);
     close(last_fd);
     put(GIO_T_DONE, id, NULL, 0);
+    idle();
+#elif defined(EVIL_GCALL_BADPATH)
+    /* guard mode: a GCALL whose path is not UTF-8 (hand-made past the encoder) */
+    hello();
+    uint64_t id = wait_conn();
+    uint8_t g[64] = {5, 'c', 'r', 'g', '_', 'x', GIO_V_CALL, GIO_GM_GET, 0, 2, '/', 0xff, 0, 0, 0, 0};
+    put(GIO_T_GCALL, id, g, 16);
+    idle();
+#elif defined(EVIL_WRONG_MODE)
+    /* a docker-style CALL to a guard-mode server */
+    hello();
+    call(wait_conn(), "/v1/e2b/guard");
+    idle();
+#elif defined(EVIL_STREAM_BADTYPE)
+    /* stream mode: a DONE where only GUEST and END may come */
+    hello();
+    put(GIO_T_DONE, wait_conn(), NULL, 0);
+    idle();
+#elif defined(EVIL_STREAM_GARBAGE)
+    /* stream mode: a GUEST frame that is no guest frame at all */
+    hello();
+    uint64_t id = wait_conn();
+    put(GIO_T_GUEST, id, (const uint8_t *)"this is not a microvm frame", 27);
     idle();
 #elif defined(EVIL_SILENT)
     hello();

@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "../core/validate.h"
+
 static uint16_t get16(const uint8_t *p)
 {
     return (uint16_t)((unsigned)p[0] << 8 | p[1]);
@@ -48,6 +50,9 @@ uint32_t gio_max_len(enum gio_dir dir, uint16_t type)
         case GIO_T_HELLO: return 4;
         case GIO_T_CALL: return GIO_CALL_FIXED + GIO_METHOD_MAX + GIO_TARGET_MAX + GIO_BODY_MAX;
         case GIO_T_DONE: return 0;
+        case GIO_T_GCALL: return GIO_GCALL_FIXED + GIO_CRED_MAX + GIO_GPATH_MAX + GIO_GBODY_MAX;
+        case GIO_T_GUEST: return GIO_GUEST_MAX;
+        case GIO_T_END: return 1;
         default: return 0;
         }
     }
@@ -62,7 +67,7 @@ uint32_t gio_max_len(enum gio_dir dir, uint16_t type)
 static bool type_valid(enum gio_dir dir, uint16_t type)
 {
     if (dir == GIO_TO_DAEMON)
-        return type == GIO_T_HELLO || type == GIO_T_CALL || type == GIO_T_DONE;
+        return type >= GIO_T_HELLO && type <= GIO_T_END;
     return type == GIO_T_CONN || type == GIO_T_REPLY;
 }
 
@@ -86,7 +91,7 @@ int gio_hdr_decode(const uint8_t in[GIO_HDR_LEN], enum gio_dir dir, struct gio_h
     /* HELLO belongs to no connection; everything else names one, and 0 is never assigned. */
     if ((h->type == GIO_T_HELLO) != (h->seq == 0))
         return -1;
-    if (h->type == GIO_T_HELLO && h->len != 4)
+    if ((h->type == GIO_T_HELLO && h->len != 4) || (h->type == GIO_T_END && h->len != 1))
         return -1;
     return 0;
 }
@@ -245,4 +250,131 @@ int gio_hello_decode(const uint8_t *p, size_t len, uint32_t *version)
 void gio_hello_encode(uint8_t out[4], uint32_t version)
 {
     put32(out, version);
+}
+
+/* ---- GCALL ------------------------------------------------------------------------------------ */
+
+const char *const gio_gmethod_name[GIO_GM_COUNT] = {"GET", "PUT", "POST", "DELETE", "PATCH"};
+
+static bool cred_ok(const uint8_t *c, size_t n)
+{
+    if (n < 1 || n > GIO_CRED_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (c[i] < 0x21 || c[i] > 0x7e)
+            return false;
+    return true;
+}
+
+/* A reason the daemon can put inside a JSON string as it is. */
+static bool why_ok(const uint8_t *w, size_t n)
+{
+    if (n < 1 || n > GIO_WHY_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (w[i] < 0x20 || w[i] > 0x7e || w[i] == '"' || w[i] == '\\')
+            return false;
+    return true;
+}
+
+static bool gpath_ok(const uint8_t *p, size_t n)
+{
+    return n >= 1 && n <= GIO_GPATH_MAX && !memchr(p, 0, n) && plm_utf8_ok((const char *)p, n);
+}
+
+static bool gbody_ok(const uint8_t *b, size_t n)
+{
+    return n <= GIO_GBODY_MAX && plm_utf8_ok((const char *)b, n);
+}
+
+size_t gio_gcall_size(const struct gio_gcall *g)
+{
+    if (!cred_ok(g->cred, g->cred_len))
+        return 0;
+    size_t n = 2 + g->cred_len;
+    switch (g->verdict) {
+    case GIO_V_CALL:
+        if (g->method < 0 || g->method >= GIO_GM_COUNT || g->path_len < 1 || g->path_len > GIO_GPATH_MAX ||
+            g->body_len > GIO_GBODY_MAX)
+            return 0;
+        return n + 1 + 2 + g->path_len + 4 + g->body_len; /* each capped: no overflow */
+    case GIO_V_BAD: return g->why_len >= 1 && g->why_len <= GIO_WHY_MAX ? n + 1 + g->why_len : 0;
+    case GIO_V_TOO_LARGE: return n;
+    }
+    return 0;
+}
+
+int gio_gcall_decode(const uint8_t *p, size_t len, struct gio_gcall *g)
+{
+    memset(g, 0, sizeof *g);
+    size_t off = 0;
+    if (len < 2)
+        return -1;
+    g->cred_len = p[off++];
+    if (len - off < g->cred_len + 1 || !cred_ok(p + off, g->cred_len))
+        return -1;
+    g->cred = p + off;
+    off += g->cred_len;
+    g->verdict = p[off++];
+    switch (g->verdict) {
+    case GIO_V_CALL:
+        if (len - off < 3)
+            return -1;
+        g->method = p[off++];
+        g->path_len = get16(p + off);
+        off += 2;
+        if (g->method >= GIO_GM_COUNT || g->path_len < 1 || g->path_len > GIO_GPATH_MAX || len - off < g->path_len)
+            return -1;
+        g->path = p + off;
+        off += g->path_len;
+        if (len - off < 4)
+            return -1;
+        g->body_len = get32(p + off);
+        off += 4;
+        if (g->body_len > GIO_GBODY_MAX || len - off != g->body_len)
+            return -1;
+        g->body = p + off;
+        return gpath_ok(g->path, g->path_len) && gbody_ok(g->body, g->body_len) ? 0 : -1;
+    case GIO_V_BAD:
+        if (len - off < 1)
+            return -1;
+        g->why_len = p[off++];
+        if (len - off != g->why_len || !why_ok(p + off, g->why_len))
+            return -1;
+        g->why = p + off;
+        return 0;
+    case GIO_V_TOO_LARGE: return len == off ? 0 : -1;
+    }
+    return -1;
+}
+
+size_t gio_gcall_encode(uint8_t *out, size_t cap, const struct gio_gcall *g)
+{
+    size_t n = gio_gcall_size(g);
+    if (!n || n > cap)
+        return 0;
+    if (g->verdict == GIO_V_CALL && (!gpath_ok(g->path, g->path_len) || !gbody_ok(g->body, g->body_len)))
+        return 0;
+    if (g->verdict == GIO_V_BAD && !why_ok(g->why, g->why_len))
+        return 0;
+    size_t off = 0;
+    out[off++] = (uint8_t)g->cred_len;
+    memcpy(out + off, g->cred, g->cred_len);
+    off += g->cred_len;
+    out[off++] = (uint8_t)g->verdict;
+    if (g->verdict == GIO_V_CALL) {
+        out[off++] = (uint8_t)g->method;
+        put16(out + off, (uint16_t)g->path_len);
+        off += 2;
+        memcpy(out + off, g->path, g->path_len);
+        off += g->path_len;
+        put32(out + off, (uint32_t)g->body_len);
+        off += 4;
+        if (g->body_len)
+            memcpy(out + off, g->body, g->body_len);
+    } else if (g->verdict == GIO_V_BAD) {
+        out[off++] = (uint8_t)g->why_len;
+        memcpy(out + off, g->why, g->why_len);
+    }
+    return n;
 }

@@ -27,8 +27,9 @@
 
 #include "../core/err.h"
 #include "../core/provider.h"
+#include "frame.h"
 
-#define GIO_CONN_CAP 64u                 /* the most conn_max may be */
+#define GIO_CONN_CAP 256u                /* the most conn_max may be (the e2b guard's 256) */
 #define GIO_HEAD_CAP (16u * 1024)        /* the most head_max may be */
 #define GIO_DRAIN_MAX (4u * 1024 * 1024) /* read and dropped after answering an oversized upload */
 #define GIO_RESTART_MAX 16u              /* helpers spawned per server after the first */
@@ -46,6 +47,14 @@ struct gio_limits {
     uint32_t head_ms;  /* from accept to a complete head */
     uint32_t read_ms;  /* from accept to a complete request */
     uint32_t write_ms; /* to write the answer */
+    /* Guard mode (the e2b egress guard) when set: only POST to exactly this path (else 404), the
+     * credential header's value and the parsed JSON body come as GCALL frames to h.guard, and
+     * body_max may be up to GIO_GBODY_MAX. NULL: plain HTTP, CALL frames to h.call. */
+    const char *guard_path;
+    /* 0: at most GIO_RESTART_MAX helpers after the first, ever (a per-run listener). Else the
+     * budget of GIO_RESTART_MAX refills every restart_window_ms (a listener that lives as long
+     * as the daemon). */
+    uint32_t restart_window_ms;
 };
 
 /* The handler: `call` runs on a daemon thread per request with NUL-terminated, verbatim method
@@ -56,6 +65,8 @@ struct gio_limits {
 struct gio_handler {
     void (*call)(void *ctx, const char *method, const char *target, const uint8_t *body, size_t len,
                  struct plm_host_reply *out);
+    /* guard mode instead of call: one decoded GCALL (pointers valid during the call) */
+    void (*guard)(void *ctx, const struct gio_gcall *g, struct plm_host_reply *out);
     void (*hold)(void *ctx);
     void (*release)(void *ctx);
     void *ctx;
@@ -82,6 +93,23 @@ struct gio_stats {
     int last_status;     /* wait status of the last helper reaped, -1 before any */
 };
 void gio_server_stats(struct gio_server *s, struct gio_stats *out);
+
+/* ---- a guest byte stream (stream.c): a microvm's channel -------------------------------------- */
+/* The guest writes frames to a socket the daemon also writes to; a helper in stream mode is the
+ * only reader. gio_stream_open takes guest_fd (a descriptor of that socket for the helper: the
+ * daemon keeps its own for writing and never reads it), spawns the helper and hands it over. */
+struct gio_stream;
+int gio_stream_open(int guest_fd, const char *helper_path, struct gio_stream **out, struct plm_err *err);
+/* The next frame before deadline_ms (CLOCK_MONOTONIC): 1 with *p and *len (one canonical guest
+ * frame, for the caller's strict decoder; valid until the next call), 0 when the guest's side
+ * ended (*why: enum gio_end), -1 with err: errnum ETIMEDOUT at the deadline (the helper lives
+ * on), EPIPE when the helper died or broke the protocol (it is reaped; every later call fails). */
+int gio_stream_next(struct gio_stream *s, int64_t deadline_ms, const uint8_t **p, size_t *len, int *why,
+                    struct plm_err *err);
+pid_t gio_stream_pid(const struct gio_stream *s); /* -1 once reaped */
+/* false once the helper has exited (it is reaped then) or the stream ended or failed. */
+bool gio_stream_alive(struct gio_stream *s);
+void gio_stream_close(struct gio_stream *s);      /* kills and reaps the helper; NULL-safe */
 
 /* Threads of every server in the process (monitors and call threads, detached ones included). */
 unsigned gio_threads(void);

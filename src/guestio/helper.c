@@ -11,6 +11,7 @@
  *   write deadlines), and at most conn_max are held, so a guest costs what it always did; the
  *   process is single-threaded and never blocks except in poll(2). */
 #include <errno.h>
+#include <jansson.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../providers/e2b/guard.h"
 #include "confine.h"
 #include "frame.h"
 #include "guestio.h"
+#include "helper.h"
 #include "http.h"
 
 #define CT_TEXT "text/plain; charset=utf-8"
@@ -53,6 +56,7 @@ struct qbuf {
 };
 
 static struct gio_limits L;
+static const char *guard_path; /* guard mode: the one path served; NULL in http mode */
 static struct hconn *conns[GIO_CONN_CAP];
 static unsigned n_conns;
 static uint64_t last_id;
@@ -145,6 +149,13 @@ static void answer(struct hconn *c, int status, const char *ctype, const uint8_t
         if (!hn)
             die(GIO_EXIT_PROTOCOL);
     }
+    /* The guard's capacity answer tells the guest when to retry (providers.md §5.4). */
+    static const char retry[] = "Retry-After: 1\r\n";
+    if (guard_path && status == 503 && hn + sizeof retry - 1 < sizeof head) {
+        memmove(head + hn - 2 + sizeof retry - 1, head + hn - 2, 2);
+        memcpy(head + hn - 2, retry, sizeof retry - 1);
+        hn += sizeof retry - 1;
+    }
     size_t total = hn + (head_only ? 0 : len);
     free(c->out);
     c->out = malloc(total ? total : 1);
@@ -192,9 +203,112 @@ static void send_call(struct hconn *c)
     c->st = C_WAIT; /* until the REPLY: the guest is not read meanwhile */
 }
 
+/* ---- guard mode (the e2b egress guard, docs/privsep.md) ---------------------------------------- */
+
+static void answer_json_error(struct hconn *c, int status, const char *msg)
+{
+    char body[160];
+    int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", msg);
+    answer(c, status, "application/json", (const uint8_t *)body, n > 0 ? (size_t)n : 0);
+    c->want = 0;
+}
+
+/* One GCALL: the credential as sent (the daemon compares it) and the request's verdict. */
+static void send_gcall(struct hconn *c, struct gio_gcall *g)
+{
+    g->cred = (const uint8_t *)c->req.cred;
+    g->cred_len = strlen(c->req.cred);
+    size_t n = gio_gcall_size(g);
+    uint8_t *f = n ? frame_new(GIO_T_GCALL, c->id, n) : NULL;
+    if (!f || gio_gcall_encode(f + GIO_HDR_LEN, n, g) != n) {
+        free(f);
+        answer_json_error(c, 400, "bad guard request: malformed request");
+        return;
+    }
+    queue(f, GIO_HDR_LEN + n);
+    free(c->body);
+    c->body = NULL;
+    c->st = C_WAIT;
+}
+
+/* The body is in: parse it (guardparse.c) and forward the canonical call or the refusal. */
+static void guard_body_complete(struct hconn *c)
+{
+    struct e2b_guard_call call;
+    char why[GIO_WHY_MAX + 1];
+    struct gio_gcall g = {.verdict = GIO_V_CALL};
+    if (e2b_guard_parse(c->body, c->got, &call, why, sizeof why)) {
+        /* the reason is ours (fixed words); keep only what a JSON string can carry as is */
+        size_t k = 0;
+        for (size_t i = 0; why[i] && k < GIO_WHY_MAX; i++)
+            if (why[i] >= 0x20 && why[i] <= 0x7e && why[i] != '"' && why[i] != '\\')
+                why[k++] = why[i];
+        why[k] = 0;
+        g = (struct gio_gcall){.verdict = GIO_V_BAD, .why = (const uint8_t *)why, .why_len = k ? k : 1};
+        if (!k)
+            g.why = (const uint8_t *)"?";
+        send_gcall(c, &g);
+        return;
+    }
+    for (int m = 0; m < GIO_GM_COUNT; m++)
+        if (!strcmp(call.method, gio_gmethod_name[m]))
+            g.method = m;
+    g.path = (const uint8_t *)call.path;
+    g.path_len = strlen(call.path);
+    g.body = call.body;
+    g.body_len = call.len;
+    send_gcall(c, &g);
+    e2b_guard_call_done(&call);
+}
+
+/* The checks that need no secret, in the guard's order (guard.h): the path (404), the
+ * credential header's presence (401); returns false when the connection was answered. The
+ * token itself is the daemon's to judge. */
+static bool guard_head(struct hconn *c)
+{
+    if (strcmp(c->req.method, "POST") || strcmp(c->req.target, guard_path)) {
+        answer_json_error(c, 404, "not found");
+        return false;
+    }
+    if (c->req.cred_count > 1) {
+        answer_json_error(c, 400, "bad guard request: the credential header came more than once");
+        return false;
+    }
+    if (!c->req.cred || !c->req.cred[0]) {
+        answer_json_error(c, 401, "missing egress guard credential");
+        return false;
+    }
+    size_t cl = strlen(c->req.cred);
+    bool ok = cl <= GIO_CRED_MAX;
+    for (size_t i = 0; ok && i < cl; i++)
+        ok = (uint8_t)c->req.cred[i] > 0x20 && (uint8_t)c->req.cred[i] < 0x7f;
+    if (!ok) {
+        answer_json_error(c, 401, "unknown or expired egress guard credential");
+        return false;
+    }
+    if (c->req.content_length > GIO_GBODY_MAX) {
+        /* 413, but only after the daemon has checked the token: nothing of the body is kept */
+        struct gio_gcall g = {.verdict = GIO_V_TOO_LARGE};
+        c->take = 0;
+        c->want = c->req.content_length;
+        c->early = c->have - c->hend;
+        send_gcall(c, &g);
+        return false;
+    }
+    return true;
+}
+
+static void body_complete(struct hconn *c)
+{
+    if (guard_path)
+        guard_body_complete(c);
+    else
+        send_call(c);
+}
+
 static void head_complete(struct hconn *c)
 {
-    int st = gio_http_parse(c->head, c->hend, &c->req);
+    int st = gio_http_parse(c->head, c->hend, guard_path ? E2B_GUARD_HEADER : NULL, &c->req);
     if (st) {
         answer_text(c, st,
                     st == 411   ? "Transfer-Encoding is not accepted; send Content-Length\n"
@@ -202,6 +316,8 @@ static void head_complete(struct hconn *c)
                                 : "malformed request\n");
         return;
     }
+    if (guard_path && !guard_head(c))
+        return;
     /* At most one byte past the body cap goes on: the broker answers 413 then. */
     c->want = c->req.content_length;
     c->take = c->want > L.body_max ? L.body_max : (size_t)c->want;
@@ -214,7 +330,7 @@ static void head_complete(struct hconn *c)
     if (c->got)
         memcpy(c->body, c->head + c->hend, c->got);
     if (c->got == c->take) {
-        send_call(c);
+        body_complete(c);
         return;
     }
     c->st = C_BODY;
@@ -265,7 +381,7 @@ static bool on_readable(struct hconn *c)
             free(c->out); /* an unsent interim 100 is moot now */
             c->out = NULL;
             c->out_len = c->out_off = 0;
-            send_call(c);
+            body_complete(c);
         }
         return true;
     }
@@ -433,18 +549,28 @@ static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
     return 0;
 }
 
-/* argv: parent-pid uid gid conn_max head_max body_max head_ms read_ms write_ms; uid and gid are
- * "-" when the daemon is not root (there are no ids to drop then). */
-static void parse_args(int argc, char **argv, struct gio_walls *w)
+/* argv: parent-pid uid gid conn_max head_max body_max head_ms read_ms write_ms mode; uid and gid
+ * are "-" when the daemon is not root (there are no ids to drop then); mode is "http" (the
+ * docker grant socket), "guard:<path>" (the e2b guard) or "stream:microvm" (a VM's channel). */
+static int parse_args(int argc, char **argv, struct gio_walls *w)
 {
     uint32_t v[9] = {0};
-    if (argc != 10)
+    if (argc != 11)
         die(GIO_EXIT_USAGE);
+    int mode = GIO_MODE_HTTP;
+    if (!strncmp(argv[10], "guard:/", 7)) {
+        mode = GIO_MODE_GUARD;
+        guard_path = argv[10] + 6;
+    } else if (!strcmp(argv[10], "stream:microvm")) {
+        mode = GIO_MODE_STREAM;
+    } else if (strcmp(argv[10], "http")) {
+        die(GIO_EXIT_USAGE);
+    }
     w->drop_ids = strcmp(argv[2], "-") != 0;
     for (int i = 1; i < 10; i++) {
         if ((i == 2 || i == 3) && !w->drop_ids)
             continue;
-        uint32_t hi = i == 4 ? GIO_CONN_CAP : i == 5 ? GIO_HEAD_CAP : i == 6 ? GIO_BODY_MAX : 0x7fffffff;
+        uint32_t hi = i == 4 ? GIO_CONN_CAP : i == 5 ? GIO_HEAD_CAP : i == 6 ? GIO_GBODY_MAX + 1 : 0x7fffffff;
         if (parse_u32(argv[i], 1, hi, &v[i - 1]) < 0)
             die(GIO_EXIT_USAGE);
     }
@@ -457,17 +583,30 @@ static void parse_args(int argc, char **argv, struct gio_walls *w)
     L.head_ms = v[6];
     L.read_ms = v[7];
     L.write_ms = v[8];
+    if (mode != GIO_MODE_GUARD && L.body_max > GIO_BODY_MAX)
+        die(GIO_EXIT_USAGE);
     w->max_fds = 4 + L.conn_max + 8 + 1;
     /* per connection: a head, a body, its CALL frame, a REPLY frame and the answer built from it */
     w->max_mem = (96ull << 20) + (uint64_t)L.conn_max * (L.head_max + 2ull * L.body_max + 2ull * GIO_REPLY_MAX + 4096);
+    /* the guard parses one JSON body at a time (single-threaded): jansson's tree of at most
+     * 2 MiB of input */
+    if (mode == GIO_MODE_GUARD)
+        w->max_mem += 256ull << 20;
+    if (mode == GIO_MODE_STREAM)
+        w->max_mem = (96ull << 20) + 3ull * GIO_GUEST_MAX;
+    return mode;
 }
 
 int main(int argc, char **argv)
 {
     struct gio_walls w = {0};
-    parse_args(argc, argv, &w);
+    int mode = parse_args(argc, argv, &w);
+    /* jansson seeds its hash tables from /dev/urandom on first use: now, before the filter */
+    if (mode == GIO_MODE_GUARD)
+        json_object_seed(0);
     if (gio_confine(&w) < 0)
         die(GIO_EXIT_CONFINE);
+
     uint8_t hello[GIO_HDR_LEN + 4];
     struct gio_hdr h = {.len = 4, .type = GIO_T_HELLO, .flags = 0, .seq = 0};
     gio_hdr_encode(hello, &h);
@@ -477,6 +616,15 @@ int main(int argc, char **argv)
         die(GIO_EXIT_NOMEM);
     memcpy(f, hello, sizeof hello);
     queue(f, sizeof hello);
+    if (mode == GIO_MODE_STREAM) {
+        while (q_head) {
+            struct pollfd c = {GIO_CHAN_FD, POLLOUT, 0};
+            if (poll(&c, 1, -1) < 0 && errno != EINTR)
+                die(GIO_EXIT_PROTOCOL);
+            flush_queue();
+        }
+        gio_stream_helper_main(); /* never returns */
+    }
 
     struct pollfd p[1 + GIO_CONN_CAP];
     for (;;) {

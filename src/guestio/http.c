@@ -96,7 +96,7 @@ static int content_length(const char *v, struct gio_http_req *r)
     return 0;
 }
 
-int gio_http_parse(uint8_t *buf, size_t len, struct gio_http_req *r)
+int gio_http_parse(uint8_t *buf, size_t len, const char *cred_header, struct gio_http_req *r)
 {
     memset(r, 0, sizeof *r);
     if (!gio_http_head_end(buf, len))
@@ -139,6 +139,9 @@ int gio_http_parse(uint8_t *buf, size_t len, struct gio_http_req *r)
             te = true;
         } else if (!strcasecmp(l, "Expect") && !strcasecmp(v, "100-continue")) {
             r->expect_continue = true;
+        } else if (cred_header && !strcasecmp(l, cred_header)) {
+            r->cred = v;
+            r->cred_count++;
         }
     }
     /* Without a Content-Length we cannot bound a chunked upload before reading it, and a body

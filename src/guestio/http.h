@@ -12,13 +12,16 @@ struct gio_http_req {
     bool has_length;
     uint64_t content_length; /* 0 without Content-Length */
     bool expect_continue;    /* Expect: 100-continue */
+    const char *cred;        /* the value of the caller's credential header (trimmed), or NULL */
+    unsigned cred_count;     /* how many times that header came */
 };
 /* Offset just past the blank line that ends the head in buf[0..len) (CRLF or bare LF line
  * ends), or 0 while it is incomplete. */
 size_t gio_http_head_end(const uint8_t *buf, size_t len);
 /* Parses the head buf[0..len) (len from gio_http_head_end), writing NULs into it. Returns 0 or
- * the HTTP status to refuse it with (400, 411, 505). */
-int gio_http_parse(uint8_t *buf, size_t len, struct gio_http_req *r);
+ * the HTTP status to refuse it with (400, 411, 505). cred_header (or NULL): a header whose
+ * value is kept in r->cred (the e2b guard's token header). */
+int gio_http_parse(uint8_t *buf, size_t len, const char *cred_header, struct gio_http_req *r);
 /* "HTTP/1.1 <status> <reason>" with Content-Type, Content-Length (none for 204/304) and
  * Connection: close; returns the length written, or 0 when cap is too small. */
 size_t gio_http_head(char *out, size_t cap, int status, const char *content_type, size_t body_len);

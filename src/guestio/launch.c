@@ -135,7 +135,8 @@ int gio_helper_spawn(const struct gio_spawn *s, pid_t *pid_out, int *chan_out, i
     snprintf(a[6], sizeof a[6], "%u", s->lim.head_ms);
     snprintf(a[7], sizeof a[7], "%u", s->lim.read_ms);
     snprintf(a[8], sizeof a[8], "%u", s->lim.write_ms);
-    char *const argv[] = {GIO_HELPER_NAME, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], NULL};
+    char *const argv[] = {GIO_HELPER_NAME, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
+                          (char *)(s->mode ? s->mode : "http"), NULL};
     char *const envp[] = {NULL};
 
     posix_spawn_file_actions_t fa;

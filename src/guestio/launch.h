@@ -19,6 +19,7 @@ struct gio_spawn {
     int exe_fd;
     struct gio_ids ids;
     struct gio_limits lim;
+    const char *mode; /* the helper's mode argument: "http", "guard:<path>", "stream:microvm" */
 };
 
 /* The helper binary, opened O_CLOEXEC at a descriptor above 4; -1 with err when there is none

@@ -1,12 +1,13 @@
 /* guard.c: the egress guard's listener and its per-run tokens (guard.h).
- * Owns: the libmicrohttpd daemon, the listening socket, the token table.
- * Trusts: nothing a request carries; a token is compared only by its SHA-256 (the table never
- * holds a token), and a call reaches a run's broker only while that run's token is registered.
- * Invariant: a request thread holds the run's cb_ctx (api.hold) from the lookup until its call
- * returned, so unregistering never frees what a call uses; the token never reaches a log line. */
+ * Owns: the guestio server of the listening socket (its confined helper parses every byte a
+ *   guest sends: the HTTP request and the JSON body; docs/privsep.md), the token table.
+ * Trusts: only canonical GCALL frames (decoded by src/guestio/frame.c); a token is compared
+ *   only by its SHA-256 (the table never holds a token), and a call reaches a run's broker only
+ *   while that run's token is registered.
+ * Invariant: a call thread holds the run's cb_ctx (api.hold) from the lookup until its call
+ *   returned, so unregistering never frees what a call uses; the token never reaches a log line. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "../../core/hostport.h"
 #include "../../core/record.h"
+#include "../../guestio/guestio.h"
 #include "internal.h"
 
 struct entry {
@@ -26,9 +28,8 @@ struct entry {
 };
 
 struct e2b_guard {
-    struct MHD_Daemon *mhd;
+    struct gio_server *srv;
     uint16_t port;
-    char path[256];
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct entry *v;
@@ -36,54 +37,30 @@ struct e2b_guard {
     unsigned inflight; /* admission slots taken */
 };
 
-struct req {
-    struct entry *e; /* NULL until admitted; points into no table (a copy) */
-    struct plm_host_api api;
-    char key[PLM_HEX_SHA256];
-    uint8_t *buf;
-    size_t len;
-    bool over, admitted, held;
-    bool begun;     /* the head was checked (the first access-handler call happened) */
-    bool has_query; /* the raw request target had a '?' (even a bare one) */
-};
-
-/* Called with the raw request target before anything else: the one place a bare '?' shows. Its
- * answer becomes the request's state. */
-static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+bool e2b_guard_token_ok(const char *t, size_t len)
 {
-    (void)cls, (void)c;
-    struct req *r = calloc(1, sizeof *r);
-    if (r)
-        r->has_query = strchr(uri, '?') != NULL;
-    return r;
+    if (len != E2B_GUARD_TOKEN_LEN || strncmp(t, "crg_", 4))
+        return false;
+    for (size_t i = 4; i < len; i++)
+        if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
+            return false;
+    return true;
 }
 
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body,
-                                 size_t len, bool retry_after)
+/* An answer of ours: {"error": msg} (msg is fixed words or the helper's checked reason). */
+static void error_reply(struct plm_host_reply *out, int status, const char *msg, size_t len)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", ctype ? ctype : "application/octet-stream");
-    if (retry_after)
-        MHD_add_response_header(r, "Retry-After", "1");
-    enum MHD_Result ok = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ok;
+    char *b = NULL;
+    int n = asprintf(&b, "{\"error\":\"%.*s\"}", (int)len, msg);
+    out->status = status;
+    out->body = n > 0 ? (uint8_t *)b : NULL;
+    out->len = n > 0 ? (size_t)n : 0;
+    out->content_type = strdup("application/json");
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *msg)
+/* Looks the token up and holds its run (api.hold); *key is the entry's. */
+static bool lookup_hold(struct e2b_guard *g, const char *token, struct plm_host_api *api, char key[PLM_HEX_SHA256])
 {
-    char body[256];
-    /* msg is ours (fixed words, or the parser's printable reason without quotes) */
-    int n = snprintf(body, sizeof body, "{\"error\":\"%.200s\"}", msg);
-    return send_text(c, status, "application/json", body, n > 0 ? (size_t)n : 0, status == 503);
-}
-
-/* Looks the token up and holds its run; fills r->api. */
-static bool lookup_hold(struct e2b_guard *g, const char *token, struct req *r)
-{
-    char key[PLM_HEX_SHA256];
     rec_sha256_hex(token, strlen(token), key);
     bool found = false;
     pthread_mutex_lock(&g->mu);
@@ -91,114 +68,86 @@ static bool lookup_hold(struct e2b_guard *g, const char *token, struct req *r)
         if (strcmp(g->v[i].key, key))
             continue;
         found = true;
-        r->api = g->v[i].api;
-        memcpy(r->key, key, sizeof key);
+        *api = g->v[i].api;
         g->v[i].inflight++;
-        if (r->api.hold)
-            r->api.hold(r->api.cb_ctx);
-        r->held = true;
+        if (api->hold)
+            api->hold(api->cb_ctx);
     }
     pthread_mutex_unlock(&g->mu);
     return found;
 }
 
-static void unhold(struct e2b_guard *g, struct req *r)
+static void unhold(struct e2b_guard *g, const struct plm_host_api *api, const char key[PLM_HEX_SHA256])
 {
-    if (!r->held)
-        return;
-    r->held = false;
-    if (r->api.release)
-        r->api.release(r->api.cb_ctx);
+    if (api->release)
+        api->release(api->cb_ctx);
     pthread_mutex_lock(&g->mu);
     for (size_t i = 0; i < g->n; i++)
-        if (!strcmp(g->v[i].key, r->key) && g->v[i].inflight)
+        if (!strcmp(g->v[i].key, key) && g->v[i].inflight)
             g->v[i].inflight--;
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+/* The rest of the guard's order on one canonical request from the guestio helper, which has
+ * answered 404 and a missing credential itself: the token (401), an admission slot (503), the
+ * body's verdict (413, 400), then the broker (a status outside 200..599 becomes 502). */
+static void on_gcall(void *ctx, const struct gio_gcall *gc, struct plm_host_reply *out)
 {
-    (void)version;
-    struct e2b_guard *g = cls;
-    struct req *r = *con_cls;
-    if (!r)
-        return MHD_NO; /* out of memory in on_uri */
-    if (!r->begun) {
-        r->begun = true;
-        if (strcmp(method, "POST") || strcmp(url, g->path) || r->has_query)
-            return send_error(c, 404, "not found");
-        const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, E2B_GUARD_HEADER);
-        if (!tok || !*tok)
-            return send_error(c, 401, "missing egress guard credential");
-        if (!e2b_guard_token_ok(tok, strlen(tok)) || !lookup_hold(g, tok, r))
-            return send_error(c, 401, "unknown or expired egress guard credential");
-        pthread_mutex_lock(&g->mu);
-        r->admitted = g->inflight < E2B_GUARD_INFLIGHT;
-        if (r->admitted)
-            g->inflight++;
-        pthread_mutex_unlock(&g->mu);
-        if (!r->admitted)
-            return send_error(c, 503, "egress guard at capacity");
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        size_t n = *upload_size;
-        *upload_size = 0;
-        if (!r->admitted || r->over || r->len + n > E2B_GUARD_BODY_MAX) {
-            r->over = true; /* read and dropped: the answer is 413 */
-            return MHD_YES;
-        }
-        uint8_t *nb = realloc(r->buf, r->len + n);
-        if (!nb)
-            return MHD_NO;
-        memcpy(nb + r->len, upload, n);
-        r->buf = nb;
-        r->len += n;
-        return MHD_YES;
-    }
-    if (!r->admitted || !r->held)
-        return MHD_YES; /* an answer is already queued (the body was read and dropped) */
-    if (r->over)
-        return send_error(c, 413, "request body too large");
-    struct e2b_guard_call call;
-    char why[128];
-    if (e2b_guard_parse(r->buf, r->len, &call, why, sizeof why)) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "bad guard request: %s", why);
-        return send_error(c, 400, msg);
-    }
-    struct plm_host_reply rep = {0};
-    r->api.call(r->api.cb_ctx, call.method, call.path, call.body, call.len, &rep);
-    e2b_guard_call_done(&call);
-    enum MHD_Result ok;
-    /* a 1xx cannot be a final answer; anything outside 200..599 is the broker's fault */
-    if (rep.status < 200 || rep.status > 599)
-        ok = send_error(c, 502, "host api unavailable");
-    else
-        ok = send_text(c, (unsigned)rep.status, rep.content_type, rep.body, rep.len, false);
-    free(rep.body);
-    free(rep.content_type);
-    return ok;
-}
-
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
-{
-    (void)c, (void)toe;
-    struct e2b_guard *g = cls;
-    struct req *r = *con_cls;
-    if (!r)
+    struct e2b_guard *g = ctx;
+    static const char unknown[] = "unknown or expired egress guard credential";
+    char tok[E2B_GUARD_TOKEN_LEN + 1], key[PLM_HEX_SHA256];
+    struct plm_host_api api;
+    if (gc->cred_len != E2B_GUARD_TOKEN_LEN) {
+        error_reply(out, 401, unknown, sizeof unknown - 1);
         return;
-    if (r->admitted) {
+    }
+    memcpy(tok, gc->cred, E2B_GUARD_TOKEN_LEN);
+    tok[E2B_GUARD_TOKEN_LEN] = 0;
+    bool known = e2b_guard_token_ok(tok, E2B_GUARD_TOKEN_LEN) && lookup_hold(g, tok, &api, key);
+    explicit_bzero(tok, sizeof tok);
+    if (!known) {
+        error_reply(out, 401, unknown, sizeof unknown - 1);
+        return;
+    }
+    pthread_mutex_lock(&g->mu);
+    bool admitted = g->inflight < E2B_GUARD_INFLIGHT;
+    if (admitted)
+        g->inflight++;
+    pthread_mutex_unlock(&g->mu);
+    if (!admitted) {
+        static const char full[] = "egress guard at capacity"; /* the helper adds Retry-After: 1 */
+        error_reply(out, 503, full, sizeof full - 1);
+    } else if (gc->verdict == GIO_V_TOO_LARGE) {
+        error_reply(out, 413, "request body too large", 22);
+    } else if (gc->verdict == GIO_V_BAD) {
+        char msg[200];
+        int n = snprintf(msg, sizeof msg, "bad guard request: %.*s", (int)gc->why_len, (const char *)gc->why);
+        error_reply(out, 400, msg, n > 0 ? (size_t)n : 0);
+    } else {
+        char *path = malloc(gc->path_len + 1);
+        if (!path) {
+            error_reply(out, 503, "out of memory", 13);
+        } else {
+            memcpy(path, gc->path, gc->path_len);
+            path[gc->path_len] = 0;
+            api.call(api.cb_ctx, gio_gmethod_name[gc->method], path, gc->body_len ? gc->body : NULL, gc->body_len, out);
+            free(path);
+            /* a 1xx cannot be a final answer; anything outside 200..599 is the broker's fault */
+            if (out->status < 200 || out->status > 599) {
+                free(out->body);
+                free(out->content_type);
+                *out = (struct plm_host_reply){0};
+                error_reply(out, 502, "host api unavailable", 20);
+            }
+        }
+    }
+    if (admitted) {
         pthread_mutex_lock(&g->mu);
         g->inflight--;
         pthread_mutex_unlock(&g->mu);
     }
-    unhold(g, r);
-    free(r->buf);
-    free(r);
-    *con_cls = NULL;
+    unhold(g, &api, key);
 }
 
 int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, struct plm_err *err)
@@ -208,7 +157,7 @@ int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, 
     if (plm_parse_hostport(addr, &ss, &sl) < 0)
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
                            "PLIMSOLL_GUARD_ADDR=\"%s\": expected host:port, [v6]:port or :port", addr);
-    if (strlen(path) >= 256)
+    if (strlen(path) >= 240)
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "E2B_GUARD_URL: the path is too long");
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
@@ -220,32 +169,33 @@ int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, 
         return plm_err_set(err, e, PLM_E_INVALID, PLM_REFUSAL_NONE, "PLIMSOLL_GUARD_ADDR=%s: cannot listen: %s", addr,
                            strerror(e));
     }
+    struct sockaddr_storage bound;
+    socklen_t bl = sizeof bound;
+    uint16_t port = 0;
+    if (getsockname(fd, (struct sockaddr *)&bound, &bl) == 0)
+        port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                 : ((struct sockaddr_in *)&bound)->sin_port);
     struct e2b_guard *g = calloc(1, sizeof *g);
     if (!g) {
         close(fd);
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
     }
-    snprintf(g->path, sizeof g->path, "%s", path);
+    g->port = port;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
-    struct sockaddr_storage bound;
-    socklen_t bl = sizeof bound;
-    if (getsockname(fd, (struct sockaddr *)&bound, &bl) == 0)
-        g->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                                    : ((struct sockaddr_in *)&bound)->sin_port);
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
-    g->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, g, MHD_OPTION_LISTEN_SOCKET, fd,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)E2B_GUARD_CONN_MAX,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)E2B_GUARD_TIMEOUT_S,
-                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, g,
-                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, g, MHD_OPTION_END);
-    if (!g->mhd) {
-        close(fd);
+    /* Guest bytes (the HTTP request and its JSON body) are parsed only in the confined guestio
+     * helper (docs/privsep.md); the listener lives as long as the daemon, so the helper's
+     * restart budget refills every minute rather than running out. */
+    struct gio_limits lim = {.conn_max = E2B_GUARD_CONN_MAX, .head_max = GIO_HEAD_CAP, .body_max = GIO_GBODY_MAX,
+                             .head_ms = 10000, .read_ms = E2B_GUARD_TIMEOUT_S * 1000,
+                             .write_ms = E2B_GUARD_TIMEOUT_S * 1000, .guard_path = path,
+                             .restart_window_ms = 60000};
+    struct gio_handler h = {.guard = on_gcall, .ctx = g};
+    if (gio_server_start(fd, &lim, &h, NULL, &g->srv, err) < 0) {
         pthread_mutex_destroy(&g->mu);
         pthread_cond_destroy(&g->cv);
         free(g);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "PLIMSOLL_GUARD_ADDR=%s: cannot start", addr);
+        return plm_err_wrap(err, "PLIMSOLL_GUARD_ADDR=%s: cannot start", addr);
     }
     *out = g;
     return 0;
@@ -260,7 +210,7 @@ void e2b_guard_stop(struct e2b_guard *g)
 {
     if (!g)
         return;
-    MHD_stop_daemon(g->mhd); /* joins every connection thread */
+    gio_server_stop(g->srv); /* waits for every call in flight */
     free(g->v);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);

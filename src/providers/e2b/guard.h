@@ -4,17 +4,18 @@
  * guard authenticates each call by it and hands (method, raw target, body) to that run's broker
  * core (plm_host_api.call), which applies every rule of the grant.
  *
- * The listener speaks plain HTTP/1.1 (libmicrohttpd): the public https endpoint of E2B_GUARD_URL
- * is a TLS terminator in front of PLIMSOLL_GUARD_ADDR (docs/e2b.md).
+ * The listener speaks plain HTTP/1.1, parsed in the confined guestio helper (docs/privsep.md):
+ * the public https endpoint of E2B_GUARD_URL is a TLS terminator in front of PLIMSOLL_GUARD_ADDR
+ * (docs/e2b.md).
  *
  * Handler order (spec): POST to the exact path, no query (else 404); token lookup (401
  * {"error":"unknown or expired egress guard credential"}, or "missing egress guard credential"
  * without the header); an admission slot, 64 at once (else 503 Retry-After: 1); the body, at most
  * 2 MiB (else 413); the JSON {method, path[, body]} (else 400); the broker's answer (a status
- * outside 100..599 becomes 502).
+ * outside 200..599 becomes 502). The helper answers 404, a missing header and malformed HTTP
+ * itself; the daemon (guard.c) decides the rest on the helper's canonical GCALL frame.
  *
- * The body parser is pure (bytes -> a validated canonical call) and fuzzed on its own, so it can
- * move into a confined helper process later. */
+ * The body parser (guardparse.c) is pure, fuzzed on its own, and runs only in the helper. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,7 +32,7 @@
 #define E2B_GUARD_CONN_MAX 256
 #define E2B_GUARD_TIMEOUT_S 30 /* an idle or slow connection is dropped after this */
 
-/* ---- guardparse.c (pure) -------------------------------------------------------------------- */
+/* ---- guardparse.c (pure; linked into the guestio helper only) ---------------------------------- */
 struct e2b_guard_call {
     char method[8]; /* upper-cased: GET PUT POST DELETE PATCH */
     char *path;     /* the raw target as the guest sent it (the broker checks it) */
@@ -43,10 +44,10 @@ struct e2b_guard_call {
  * NUL; unknown keys are refused; the method must be one of the five (any case). */
 int e2b_guard_parse(const uint8_t *buf, size_t len, struct e2b_guard_call *out, char *why, size_t wcap);
 void e2b_guard_call_done(struct e2b_guard_call *c);
-/* true for "crg_" + 64 lower-case hex. */
-bool e2b_guard_token_ok(const char *t, size_t len);
 
 /* ---- guard.c -------------------------------------------------------------------------------- */
+/* true for "crg_" + 64 lower-case hex. */
+bool e2b_guard_token_ok(const char *t, size_t len);
 struct e2b_guard;
 /* Listens on addr (host:port, [v6]:port) and serves path. */
 int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, struct plm_err *err);

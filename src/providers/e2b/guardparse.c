@@ -1,4 +1,5 @@
-/* guardparse.c: the guard's request body, bytes -> one validated host call (guard.h).
+/* guardparse.c: the guard's request body, bytes -> one validated host call (guard.h). Linked
+ * only into the confined guestio helper (and its tests and fuzzer), never into the daemon.
  * Trusts: nothing: the bytes were written by guest code. The input is bounded before parsing,
  * JSON is parsed with duplicate keys refused, and every string is checked for UTF-8 and NUL. */
 #include <ctype.h>
@@ -22,16 +23,6 @@ void e2b_guard_call_done(struct e2b_guard_call *c)
     free(c->path);
     free(c->body);
     memset(c, 0, sizeof *c);
-}
-
-bool e2b_guard_token_ok(const char *t, size_t len)
-{
-    if (len != E2B_GUARD_TOKEN_LEN || strncmp(t, "crg_", 4))
-        return false;
-    for (size_t i = 4; i < len; i++)
-        if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
-            return false;
-    return true;
 }
 
 static bool clean_string(json_t *v)

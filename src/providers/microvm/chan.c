@@ -233,3 +233,89 @@ enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct m
     *used = MVC_HDR_LEN + h.len;
     return MVC_FRAME;
 }
+
+/* ---- canonical frames (the guestio split) ------------------------------------------------------ */
+
+static uint8_t *put_bytes(uint8_t *o, const void *p, size_t n)
+{
+    if (n)
+        memcpy(o, p, n);
+    return o + n;
+}
+
+static uint8_t *put_u32(uint8_t *o, uint32_t v)
+{
+    qf_put_u32(o, v);
+    return o + 4;
+}
+
+/* A PROJECT_RESULT from its walk: every step and artifact written from its decoded fields. */
+static uint8_t *encode_project(uint8_t *o, const struct mvc_frame *f)
+{
+    struct mvc_project_walk w;
+    struct mvc_step st;
+    struct mvc_artifact a;
+    mvc_project_walk_init(&w, f);
+    o = put_u32(o, f->u.project.n_steps);
+    while (mvc_project_next_step(&w, &st) == 1) {
+        o = put_u32(o, (uint32_t)st.exit_code);
+        *o++ = (uint8_t)((st.timed_out ? 1 : 0) | (st.out_truncated ? 2 : 0) | (st.err_truncated ? 4 : 0));
+        *o++ = 0, *o++ = 0, *o++ = 0;
+        o = put_u32(o, st.ms);
+        o = put_u32(o, st.out_len);
+        o = put_u32(o, st.err_len);
+        o = put_bytes(o, st.out, st.out_len);
+        o = put_bytes(o, st.err, st.err_len);
+    }
+    o = put_u32(o, f->u.project.artifacts_truncated ? 1 : 0);
+    o = put_u32(o, f->u.project.n_artifacts);
+    while (mvc_project_next_artifact(&w, &a) == 1) {
+        o = put_u32(o, a.path_len);
+        o = put_u32(o, a.len);
+        o = put_bytes(o, a.path, a.path_len);
+        o = put_bytes(o, a.content, a.len);
+    }
+    o = put_u32(o, f->u.project.error_len);
+    return put_bytes(o, f->u.project.error, f->u.project.error_len);
+}
+
+size_t mvc_canon_encode(uint8_t *out, size_t cap, const struct mvc_frame *f)
+{
+    size_t n = MVC_HDR_LEN + (size_t)f->hdr.len;
+    if (f->hdr.type < MVC_READY || f->hdr.len > mvc_max_len(f->hdr.type) || n > cap)
+        return 0;
+    mvc_hdr_encode(out, &(struct mvc_hdr){.len = f->hdr.len, .type = f->hdr.type, .seq = f->hdr.seq});
+    uint8_t *o = out + MVC_HDR_LEN, *end;
+    switch (f->hdr.type) {
+    case MVC_READY:
+    case MVC_PROBE_RESULT: end = put_bytes(o, f->u.text.p, f->u.text.len); break;
+    case MVC_RESULT: {
+        const struct qf_result *r = &f->u.result;
+        qf_result_encode_fixed(o, r->exit_code, r->flags, r->out_len, r->err_len);
+        end = put_bytes(put_bytes(o + QF_RESULT_FIXED, r->out, r->out_len), r->err, r->err_len);
+        break;
+    }
+    case MVC_HOST_CALL: {
+        const struct qf_host_call *c = &f->u.host_call;
+        qf_host_call_encode_fixed(o, c->call_no, c->method_len, c->path_len, c->body_len);
+        end = put_bytes(put_bytes(put_bytes(o + QF_HOST_CALL_FIXED, c->method, c->method_len), c->path, c->path_len),
+                        c->body, c->body_len);
+        break;
+    }
+    case MVC_DIED: end = put_u32(o, (uint32_t)f->u.died_status); break;
+    case MVC_SEEDED: end = o; break;
+    case MVC_PROJECT_RESULT: end = encode_project(o, f); break;
+    default: return 0;
+    }
+    /* the fields must add up to the length the header states, as the decoder found them */
+    return (size_t)(end - out) == n ? n : 0;
+}
+
+int mvc_canon_decode(const uint8_t *p, size_t len, struct mvc_frame *out)
+{
+    size_t used = 0;
+    if (len < MVC_HDR_LEN || len > MVC_CANON_MAX)
+        return -1;
+    /* One complete frame, nothing before or after it: no stream, no partial frame. */
+    return mvc_decode_guest(p, len, out, &used) == MVC_FRAME && used == len ? 0 : -1;
+}

@@ -6,8 +6,10 @@
  * RESULT, HOST_CALL and HOST_REPLY payloads ARE the quickjs frame payloads (frame.h), so a
  * snippet's request and answer are the same bytes at `process` and at `vm`.
  *
- * The host-side decoder of guest bytes is one pure function, mvc_decode_guest (bytes -> one
- * validated frame), so it can move into a confined helper process later (issue 12). */
+ * Guest bytes are decoded only in the confined guestio helper (docs/privsep.md): it runs
+ * mvc_decode_guest over the stream the VM writes and forwards each frame re-encoded by
+ * mvc_canon_encode (from its decoded fields, so nothing of the guest's byte layout passes
+ * through unexamined); the daemon takes exactly one complete frame with mvc_canon_decode. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -101,6 +103,17 @@ enum mvc_decode_status {
  * payload that does not decode to exactly its length, is MVC_BAD as soon as its bytes are in.
  * Never reads outside buf[0..len). */
 enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct mvc_frame *out, size_t *used);
+
+/* ---- the guestio split (issue 12) ---------------------------------------------------------- */
+/* The largest canonical frame (a project's report). */
+#define MVC_CANON_MAX (MVC_HDR_LEN + MVC_PROJECT_RESULT_MAX)
+/* The helper: a decoded guest frame re-encoded from its fields into out (MVC_HDR_LEN +
+ * f->hdr.len bytes); returns that size, or 0 when cap is too small or f is not one
+ * mvc_decode_guest accepts. */
+size_t mvc_canon_encode(uint8_t *out, size_t cap, const struct mvc_frame *f);
+/* The daemon: exactly one complete frame of len bytes (header and payload), guest->host types
+ * only, every length and field range re-checked; pointers point into p. 0 or -1. */
+int mvc_canon_decode(const uint8_t *p, size_t len, struct mvc_frame *out);
 
 /* Printable ASCII (0x20..0x7e) and '\n'. */
 bool mvc_text_ok(const uint8_t *p, size_t len);

@@ -1,5 +1,7 @@
-/* chan_test.c: the host-side decoder of guest frames (chan.c), on valid frames, every prefix of
- * them, and the malformed shapes a hostile guest can write. */
+/* chan_test.c: the decoder of guest frames (chan.c, run in the guestio helper), on valid frames,
+ * every prefix of them, and the malformed shapes a hostile guest can write; and the canonical
+ * pair of the guestio split: what the helper re-encodes is byte for byte what it decoded, and
+ * the daemon's mvc_canon_decode takes exactly one complete frame. */
 #include <stdint.h>
 #include <string.h>
 
@@ -12,6 +14,22 @@ static size_t frame(uint8_t *buf, uint16_t type, uint16_t flags, uint64_t seq, c
     if (len)
         memcpy(buf + MVC_HDR_LEN, p, len);
     return MVC_HDR_LEN + len;
+}
+
+/* Decoded, re-encoded (the helper), decoded again (the daemon): the same bytes, the same frame. */
+static bool canon_round_trip(const uint8_t *buf, size_t n)
+{
+    static uint8_t enc[1024];
+    struct mvc_frame f, g;
+    size_t used = 0;
+    if (mvc_decode_guest(buf, n, &f, &used) != MVC_FRAME || used != n)
+        return false;
+    size_t m = mvc_canon_encode(enc, sizeof enc, &f);
+    if (m != n || memcmp(enc, buf, n) != 0 || mvc_canon_decode(enc, m, &g) < 0)
+        return false;
+    /* a frame with a byte more or less is not one complete frame */
+    return g.hdr.type == f.hdr.type && g.hdr.seq == f.hdr.seq && g.hdr.len == f.hdr.len &&
+           mvc_canon_decode(enc, m - 1, &g) < 0 && mvc_canon_encode(enc, m - 1, &f) == 0;
 }
 
 static size_t result_frame(uint8_t *buf, const char *out, const char *err)
@@ -44,10 +62,14 @@ int main(void)
     size_t n2 = n + frame(buf + n, MVC_SEEDED, 0, 8, NULL, 0);
     CHECK(mvc_decode_guest(buf, n2, &f, &used) == MVC_FRAME && used == n);
     CHECK(mvc_decode_guest(buf + n, n2 - n, &f, &used) == MVC_FRAME && f.hdr.type == MVC_SEEDED);
+    CHECK(canon_round_trip(buf, n));
+    CHECK(canon_round_trip(buf + n, n2 - n));
+    CHECK(mvc_canon_decode(buf, n2, &f) < 0); /* two frames are not one */
 
     /* READY text: printable only. */
     n = frame(buf, MVC_READY, 0, 0, "6.1.0\ncpu\n", 10);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.text.len == 10);
+    CHECK(canon_round_trip(buf, n));
     n = frame(buf, MVC_READY, 0, 0, "6.1\0x", 5);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
 
@@ -75,6 +97,7 @@ int main(void)
     /* DIED carries exactly 4 bytes. */
     n = frame(buf, MVC_DIED, 0, 1, "\0\0\0\11", 4);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.died_status == 9);
+    CHECK(canon_round_trip(buf, n));
     n = frame(buf, MVC_DIED, 0, 1, "\0\0\0\11\0", 5);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
     /* A HOST_CALL with a NUL in its path. */
@@ -85,6 +108,12 @@ int main(void)
     memcpy(pl + QF_HOST_CALL_FIXED, "GET/ab", 6);
     n = frame(buf, MVC_HOST_CALL, 0, 1, pl, QF_HOST_CALL_FIXED + 6);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.host_call.call_no == 1);
+    CHECK(canon_round_trip(buf, n));
+    /* the daemon refuses what the guest decoder refuses, and host->guest types */
+    memcpy(buf + MVC_HDR_LEN + QF_HOST_CALL_FIXED + 3, "/\0", 2);
+    CHECK(mvc_canon_decode(buf, n, &f) < 0);
+    n = frame(buf, MVC_RUN, 0, 1, pl, QF_RUN_FIXED + 1);
+    CHECK(mvc_canon_decode(buf, n, &f) < 0);
 
     /* PROJECT_RESULT: one step, one artifact, no error; then lengths that disagree. */
     uint8_t pr[256];
@@ -102,6 +131,7 @@ int main(void)
 #undef U32
     n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.project.n_steps == 1 && f.u.project.n_artifacts == 1);
+    CHECK(canon_round_trip(buf, n));
     struct mvc_project_walk w;
     struct mvc_step st;
     struct mvc_artifact art;
@@ -120,6 +150,13 @@ int main(void)
     qf_put_u32(pr, MVC_STEPS_MAX + 1); /* too many steps */
     n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    CHECK(mvc_canon_decode(buf, n, &f) < 0);
+    /* no steps, no artifacts, an error text */
+    k = 0;
+    qf_put_u32(pr, 0), qf_put_u32(pr + 4, 0), qf_put_u32(pr + 8, 0), qf_put_u32(pr + 12, 4);
+    memcpy(pr + 16, "oops", 4);
+    n = frame(buf, MVC_PROJECT_RESULT, 0, 5, pr, 20);
+    CHECK(canon_round_trip(buf, n));
 
     return unit_done();
 }

@@ -23,11 +23,11 @@ enum mv_boot {
     MV_BOOT_RESTORE,  /* -incoming from the template's state */
 };
 
-/* Reads guest frames from one VM with a bounded buffer (the largest guest frame). */
+/* Reads guest frames from one VM through its guestio stream helper (vm.c, docs/privsep.md). */
+struct gio_stream;
 struct mv_reader {
-    uint8_t *buf;
-    size_t len, cap;
-    size_t consumed; /* bytes of the frame last returned, dropped at the next read */
+    struct gio_stream *gs; /* started at the first read; closed by mv_vm_kill */
+    bool failed;           /* the channel broke: every later read fails */
 };
 
 /* One VM: a jailed QEMU and our ends of its sockets. Single use. */

@@ -1,8 +1,8 @@
 /* vm.c: one VM's life on the host: QEMU's command line, start in the jail, the channel's I/O
  * with deadlines, kill and reap.
  * Owns: per VM, the QEMU pid and our ends of its channel, monitor and stderr pipe.
- * Trusts: nothing the guest writes: every byte read goes through mvc_decode_guest (chan.c), with
- *   a buffer bounded by the largest guest frame and every wait bounded by a deadline.
+ * Trusts: nothing the guest writes, and never reads it: a confined guestio helper does
+ *   (mv_vm_read); its frames pass mvc_canon_decode (chan.c), every wait bounded by a deadline.
  * Invariant: mv_vm_kill is the one release path: SIGKILL, waitpid, close; it is safe on a
  *   half-started VM and leaves no process, descriptor or file. */
 #include <errno.h>
@@ -21,10 +21,8 @@
 #include <unistd.h>
 
 #include "../../core/cleanup.h"
+#include "../../guestio/guestio.h"
 #include "mv_int.h"
-
-/* The largest guest frame: a project's report (allocated lazily by malloc's mmap). */
-#define READ_CAP (MVC_HDR_LEN + MVC_PROJECT_RESULT_MAX)
 
 int64_t mv_now_ns(void)
 {
@@ -49,9 +47,8 @@ void mv_vm_kill(struct mv_vm *vm)
     if (vm->errp >= 0)
         close(vm->errp);
     vm->chan = vm->qmp = vm->errp = -1;
-    free(vm->rd.buf);
-    vm->rd.buf = NULL;
-    vm->rd.len = vm->rd.cap = 0;
+    gio_stream_close(vm->rd.gs);
+    vm->rd = (struct mv_reader){0};
 }
 
 /* QEMU's complaint, if it wrote one before dying (bounded, non-blocking). */
@@ -154,6 +151,12 @@ int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, siz
                const void *c, size_t clen, struct plm_err *err)
 {
     uint8_t h[MVC_HDR_LEN];
+    /* A new request to a VM whose channel helper died while nothing was asked of it (a pooled
+     * VM; nothing of the guest's can be lost then): its next read starts a fresh helper. */
+    if (seq == 0 && vm->rd.gs && !gio_stream_alive(vm->rd.gs)) {
+        gio_stream_close(vm->rd.gs);
+        vm->rd = (struct mv_reader){0};
+    }
     if (seq == 0)
         seq = ++vm->seq;
     mvc_hdr_encode(h, &(struct mvc_hdr){.len = (uint32_t)(alen + blen + clen), .type = type, .seq = seq});
@@ -181,65 +184,60 @@ int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, siz
     return 0;
 }
 
+/* The guest's bytes are read and decoded only by a confined guestio helper in stream mode
+ * (docs/privsep.md): it gets its own descriptor of the channel, started at the first read (from
+ * the thread that owns the VM then: the pool's refill thread or the run's own), and forwards
+ * each guest frame re-encoded; this process only writes to the channel and takes complete
+ * canonical frames (mvc_canon_decode). */
 int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struct plm_err *err)
 {
     struct mv_reader *r = &vm->rd;
-    if (!r->buf) {
-        r->buf = malloc(READ_CAP);
-        if (!r->buf)
-            return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
-        r->cap = READ_CAP;
-        r->len = 0;
-        r->consumed = 0;
+    if (r->failed)
+        return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: the guest channel is closed");
+    if (!r->gs) {
+        int fd = vm->chan >= 0 ? fcntl(vm->chan, F_DUPFD_CLOEXEC, 0) : -1;
+        if (fd < 0)
+            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: channel: %s", strerror(errno));
+        if (gio_stream_open(fd, NULL, &r->gs, err) < 0) {
+            r->failed = true;
+            return plm_err_wrap(err, "microvm");
+        }
     }
-    if (r->consumed) {
-        memmove(r->buf, r->buf + r->consumed, r->len - r->consumed);
-        r->len -= r->consumed;
-        r->consumed = 0;
-    }
-    for (;;) {
-        size_t used = 0;
-        enum mvc_decode_status st = mvc_decode_guest(r->buf, r->len, f, &used);
-        if (st == MVC_BAD)
-            return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "microvm: the guest broke the channel protocol");
-        if (st == MVC_FRAME) {
-            /* The frame points into buf; its bytes are dropped at the next call. */
-            r->consumed = used;
+    const uint8_t *p = NULL;
+    size_t len = 0;
+    int why = 0;
+    int k = gio_stream_next(r->gs, deadline_ns / 1000000, &p, &len, &why, err);
+    if (k > 0) {
+        if (mvc_canon_decode(p, len, f) == 0)
             return 0;
-        }
-        if (r->len == r->cap)
-            return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: guest frame over its cap");
-        int64_t left_ms = (deadline_ns - mv_now_ns()) / 1000000;
-        if (left_ms <= 0)
-            return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: guest did not answer in time");
-        struct pollfd p = {.fd = vm->chan, .events = POLLIN};
-        int k = poll(&p, 1, left_ms > 1000 ? 1000 : (int)left_ms);
-        if (k < 0 && errno != EINTR)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: poll: %s", strerror(errno));
-        if (k <= 0)
-            continue;
-        ssize_t got = read(vm->chan, r->buf + r->len, r->cap - r->len);
-        if (got < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (got <= 0) {
-            int e = got < 0 ? errno : EPIPE;
-            char said[200];
-            qemu_said(vm, said, sizeof said);
-            /* QEMU (or the jail before exec) is gone or going: reap it for its status. */
-            int st = 0;
-            if (vm->pid > 0) {
-                kill(vm->pid, SIGKILL);
-                while (waitpid(vm->pid, &st, 0) < 0 && errno == EINTR)
-                    ;
-                vm->pid = -1;
-            }
-            return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: the VM went away (%s %d)%s%s",
-                               WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
-                               said[0] ? ": " : "", said);
-        }
-        r->len += (size_t)got;
+        /* Only a helper a guest has taken over sends a frame the daemon cannot decode. */
+        r->failed = true;
+        gio_stream_close(r->gs);
+        r->gs = NULL;
+        return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "microvm: the guest channel's parser sent a malformed frame");
     }
+    if (k < 0) {
+        if (err->errnum != ETIMEDOUT)
+            r->failed = true;
+        return err->errnum == ETIMEDOUT ? -1 : plm_err_wrap(err, "microvm");
+    }
+    r->failed = true;
+    if (why == GIO_END_PROTOCOL)
+        return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: the guest broke the channel protocol");
+    char said[200];
+    qemu_said(vm, said, sizeof said);
+    /* QEMU (or the jail before exec) is gone or going: reap it for its status. */
+    int st = 0;
+    if (vm->pid > 0) {
+        kill(vm->pid, SIGKILL);
+        while (waitpid(vm->pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        vm->pid = -1;
+    }
+    return plm_err_set(err, EPIPE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: the VM went away (%s %d)%s%s",
+                       WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+                       said[0] ? ": " : "", said);
 }
 
 int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_timeout_ms, struct mv_vm *vm,
