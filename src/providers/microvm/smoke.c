@@ -158,28 +158,37 @@ static int one_vm(struct mv_state *s, struct mv_vm *vm, struct plm_err *err)
     return 0;
 }
 
+/* Sends PROBE and copies the guest's PROBE_RESULT text into text (NUL-terminated); the VM is
+ * killed either way. */
+static int probe_text(struct mv_vm *vm, char text[MVC_PROBE_RESULT_MAX + 1], struct plm_err *err)
+{
+    struct mvc_frame f;
+    int r = mv_vm_send(vm, MVC_PROBE, 0, NULL, 0, NULL, 0, NULL, 0, err);
+    if (r == 0)
+        r = mv_vm_read(vm, mv_now_ns() + 60 * 1000000000LL, &f, err);
+    if (r == 0 && f.hdr.type != MVC_PROBE_RESULT)
+        r = plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: probe: unexpected frame %u", f.hdr.type);
+    if (r == 0) {
+        memcpy(text, f.u.text.p, f.u.text.len);
+        text[f.u.text.len] = 0;
+    }
+    mv_vm_kill(vm);
+    return r < 0 ? plm_err_wrap(err, "probe") : 0;
+}
+
 static int probes(struct mv_state *s, struct plm_err *err)
 {
     struct mv_vm vm;
     if (one_vm(s, &vm, err) < 0)
         return plm_err_wrap(err, "probe VM");
     s->restore_ms = vm.boot_ms;
-    if (host_checks(s, vm.pid, err) < 0 || mv_vm_send(&vm, MVC_PROBE, 0, NULL, 0, NULL, 0, NULL, 0, err) < 0) {
+    if (host_checks(s, vm.pid, err) < 0) {
         mv_vm_kill(&vm);
         return -1;
     }
-    struct mvc_frame f;
-    int r = mv_vm_read(&vm, mv_now_ns() + 60 * 1000000000LL, &f, err);
-    if (r == 0 && f.hdr.type != MVC_PROBE_RESULT)
-        r = plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: probe: unexpected frame %u", f.hdr.type);
-    if (r < 0) {
-        mv_vm_kill(&vm);
-        return plm_err_wrap(err, "probe");
-    }
     char text[MVC_PROBE_RESULT_MAX + 1], v[256];
-    memcpy(text, f.u.text.p, f.u.text.len);
-    text[f.u.text.len] = 0;
-    mv_vm_kill(&vm);
+    if (probe_text(&vm, text, err) < 0)
+        return -1;
     probe_value(text, "net", v, sizeof v);
     CHECK("guest.network_interfaces", "lo only", strcmp(v, "lo") == 0, "%s", v);
     probe_value(text, "block", v, sizeof v);
@@ -208,20 +217,9 @@ static int project_probes(struct mv_state *s, struct plm_err *err)
         return plm_err_wrap(err, "project probe VM");
     char seen[200];
     bool fds_ok = fds_expected(vm.pid, true, seen, sizeof seen);
-    struct mvc_frame f;
-    int r = mv_vm_send(&vm, MVC_PROBE, 0, NULL, 0, NULL, 0, NULL, 0, err);
-    if (r == 0)
-        r = mv_vm_read(&vm, mv_now_ns() + 60 * 1000000000LL, &f, err);
-    if (r == 0 && f.hdr.type != MVC_PROBE_RESULT)
-        r = plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: probe: unexpected frame %u", f.hdr.type);
-    if (r < 0) {
-        mv_vm_kill(&vm);
-        return plm_err_wrap(err, "project probe");
-    }
     char text[MVC_PROBE_RESULT_MAX + 1], v[256];
-    memcpy(text, f.u.text.p, f.u.text.len);
-    text[f.u.text.len] = 0;
-    mv_vm_kill(&vm);
+    if (probe_text(&vm, text, err) < 0)
+        return plm_err_wrap(err, "project");
     CHECK("host.project_qemu_descriptors", "no host file open but the node image, read-only", fds_ok, "%s", seen);
     probe_value(text, "net", v, sizeof v);
     CHECK("guest.project_network_interfaces", "lo only", strcmp(v, "lo") == 0, "%s", v);
@@ -249,7 +247,9 @@ static int snippet(struct mv_state *s, const char *name, const char *code, const
         return plm_err_wrap(err, "%s", name);
     struct plm_js_result res;
     int64_t ms = 0;
-    int r = mv_run_snippet(s, &vm, code, strlen(code), NULL, 20000, &res, &ms, err);
+    /* The longest a snippet may run: the memory bomb touches ~160 MiB under TCG, which took
+     * 5-7 s at load 14 here and over 20 s in load spikes. */
+    int r = mv_run_snippet(s, &vm, code, strlen(code), NULL, MV_MAX_TIMEOUT_MS, &res, &ms, err);
     mv_vm_kill(&vm);
     if (r < 0)
         return plm_err_wrap(err, "%s", name);
