@@ -5,6 +5,8 @@
 #   daemon, spaced:        one run at a time with a 1 s pause (the pool has refilled)
 #   daemon, back to back:  one run at a time, no pause (the pool drains; restores show)
 #   daemon, sustained:     back-to-back runs for BENCH_SECONDS, as runs/s
+#   daemon, project:       a project whose one step is `node -e 1` (node from the project VMs'
+#                          read-only disk), spaced: wall and the step's own time in the guest
 #   docker run --rm --runtime=runsc: the docker provider's lockdown flags, snippet image, same code
 # Also prints the startup figures the card was proven with (template boot, save, one restore).
 # Prints one JSON line per measurement; never asserts a time.
@@ -111,6 +113,16 @@ try:
         one_run(port)
         k += 1
     rate = k / (time.perf_counter() - t0)
+    proj_wall, proj_step = [], []
+    for _ in range(max(3, n // 3)):
+        time.sleep(1)
+        t = time.perf_counter()
+        st, data = call(port, "Run", {"protocol": 3, "project": {"files": [], "steps": ["node -e 1"]}})
+        proj_wall.append((time.perf_counter() - t) * 1000)
+        steps = json.loads(data).get("project", {}).get("steps", []) if st == 200 else []
+        if st != 200 or len(steps) != 1 or steps[0].get("exitCode", 0) != 0:
+            raise SystemExit("microvm_bench: bad project answer %d %s" % (st, data[:300]))
+        proj_step.append(float(steps[0].get("durationMs", 0)))
 finally:
     p.terminate()
     p.wait(120)
@@ -118,6 +130,8 @@ d1 = report("plimsolld microvm, spaced", spaced)
 d2 = report("plimsolld microvm, back to back", b2b)
 print(json.dumps({"path": "plimsolld microvm, sustained back to back", "seconds": secs, "runs": k,
                   "runs_per_s": round(rate, 2), "goal_runs_per_s": 2}), flush=True)
+report("plimsolld microvm project `node -e 1`, spaced, wall", proj_wall)
+report("plimsolld microvm project `node -e 1`, the step in the guest", proj_step)
 have_docker = subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode == 0
 if not have_docker:
     print(json.dumps({"path": "docker run --rm --runtime=runsc", "skipped": "no docker or no %s image" % image}))

@@ -12,6 +12,9 @@
 #   scripts/microvm-setup.sh fetch [DEST]                 (default DEST: <repo>/third_party/microvm)
 #   scripts/microvm-setup.sh initramfs OUT INIT [DEST]    OUT: the cpio to write; INIT: the static
 #                                                         guest init (src/providers/microvm/guest)
+#   scripts/microvm-setup.sh node-image OUT               OUT: a read-only ext4 image of the host's
+#                                                         node and the shared libraries ldd names
+#                                                         for it (project VMs' /usr, virtio-blk)
 set -eu
 
 KPKG=linux-image-6.1.0-57-cloud-amd64
@@ -21,7 +24,10 @@ KDEB=${KPKG}_${KVER}_amd64.deb
 KSHA256=4fdd0172a8c3f41a97e92465b2ac1867e1c10d82d7aeed3d26ee7a5d14df1754
 # Load order matters: virtio.ko needs symbols of virtio_ring.ko (docs/microvm.md, Layout).
 BUSYBOX=${BUSYBOX:-/bin/busybox}
-MODULES="drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/virtio_mmio.ko drivers/char/virtio_console.ko"
+NODE=${NODE:-/usr/bin/node}
+# virtio_blk last: only project VMs have a block device (node's read-only image); in snippet VMs
+# the driver finds no device.
+MODULES="drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/virtio_mmio.ko drivers/char/virtio_console.ko drivers/block/virtio_blk.ko"
 
 here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
 die() {
@@ -33,7 +39,9 @@ sha_of() { sha256sum "$1" | cut -d' ' -f1; }
 fetch() {
     dest=$1
     stamp=$dest/.plimsoll-verified
-    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$KSHA256" ] && [ -f "$dest/vmlinuz" ]; then
+    # The stamp names the pin and the module list: a changed list re-extracts from the verified .deb.
+    want="$KSHA256 $(echo "$MODULES" | sha256sum | cut -c1-16)"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$dest/vmlinuz" ]; then
         return 0
     fi
     mkdir -p "$dest/dl"
@@ -58,7 +66,7 @@ fetch() {
         cp "$f" "$dest/modules/$n-$(basename "$m")"
     done
     rm -rf "$dest/x"
-    echo "$KSHA256" >"$stamp"
+    echo "$want" >"$stamp"
 }
 
 # The initramfs: a newc cpio (uncompressed: TCG decompresses slowly) holding /init (our static
@@ -71,7 +79,11 @@ initramfs() {
     [ -x "$init" ] || die "guest init $init is not an executable"
     stage=$(mktemp -d "${out}.stage.XXXXXX")
     trap 'rm -rf "$stage"' EXIT
-    mkdir -p "$stage/dev" "$stage/proc" "$stage/tmp" "$stage/mod" "$stage/sys" "$stage/work" "$stage/bin"
+    mkdir -p "$stage/dev" "$stage/proc" "$stage/tmp" "$stage/mod" "$stage/sys" "$stage/work" "$stage/bin" "$stage/usr"
+    # Project VMs mount node's image on /usr; its libraries and loader are reached at the paths
+    # node was linked with (merged /usr, as Debian: /lib -> usr/lib, /lib64 -> usr/lib64).
+    ln -s usr/lib "$stage/lib"
+    ln -s usr/lib64 "$stage/lib64"
     cp "$init" "$stage/init"
     chmod 0755 "$stage/init"
     # Project steps run `sh -c` with busybox's applets (Debian busybox-static: one static binary).
@@ -86,11 +98,52 @@ initramfs() {
     mv "$out.tmp" "$out"
 }
 
+# Node's read-only image for project VMs: an ext4 file system (built into the guest kernel; no
+# journal) holding bin/node and exactly the shared libraries ldd names for it (lib/<triplet>/) and
+# the loader (lib64/), mounted read-only on /usr. Its files stay on the host's disk: the guest
+# reads the pages node touches, so neither guest RAM nor the template state holds them.
+# Fixed UUID, hash seed, superblock times (E2FSPROGS_FAKE_TIME) and file times; mke2fs copies a
+# directory's change time from the stage, so a rebuild can differ in a few bytes (a new identity).
+node_image() {
+    out=$1
+    [ -x "$NODE" ] || die "$NODE missing: apt-get install nodejs (scripts/install-deps.sh)"
+    command -v mke2fs >/dev/null 2>&1 || PATH=$PATH:/sbin:/usr/sbin
+    command -v mke2fs >/dev/null 2>&1 || die "mke2fs missing: apt-get install e2fsprogs"
+    stage=$(mktemp -d "${out}.stage.XXXXXX")
+    trap 'rm -rf "$stage"' EXIT
+    mkdir -p "$stage/bin" "$stage/lib64"
+    cp -L "$NODE" "$stage/bin/node"
+    ldd "$NODE" >"$stage.ldd" || die "ldd $NODE failed"
+    for f in $(awk '/=>/ && $3 ~ /^\// {print $3}' "$stage.ldd"); do
+        d=$stage/lib/$(basename "$(dirname "$f")")
+        mkdir -p "$d"
+        cp -L "$f" "$d/$(basename "$f")"
+    done
+    loader=$(awk '$1 ~ /^\/.*ld-linux/ {print $1}' "$stage.ldd")
+    rm -f "$stage.ldd"
+    [ -n "$loader" ] || die "no dynamic loader in ldd $NODE"
+    cp -L "$loader" "$stage/lib64/$(basename "$loader")"
+    chmod -R a+rX,go-w "$stage"
+    find "$stage" -exec touch -h -d @0 {} +
+    kib=$(du -sk "$stage" | cut -f1)
+    rm -f "$out.tmp"
+    E2FSPROGS_FAKE_TIME=1 mke2fs -q -t ext4 -O ^has_journal,^resize_inode -b 4096 -m 0 -N 256 \
+        -U 6e6f6465-0000-4000-8000-000000000001 \
+        -E root_owner=0:0,hash_seed=6e6f6465-0000-4000-8000-000000000002,lazy_itable_init=0 \
+        -L plm-node -d "$stage" "$out.tmp" $((kib / 4 + kib / 40 + 1024)) >/dev/null ||
+        die "mke2fs of $out failed"
+    mv "$out.tmp" "$out"
+}
+
 case "${1:-}" in
 fetch) fetch "${2:-$here/../third_party/microvm}" ;;
 initramfs)
     [ $# -ge 3 ] || die "usage: $0 initramfs OUT INIT [DEST]"
     initramfs "$2" "$3" "${4:-$here/../third_party/microvm}"
     ;;
-*) die "usage: $0 fetch [DEST] | initramfs OUT INIT [DEST]" ;;
+node-image)
+    [ $# -ge 2 ] || die "usage: $0 node-image OUT"
+    node_image "$2"
+    ;;
+*) die "usage: $0 fetch [DEST] | initramfs OUT INIT [DEST] | node-image OUT" ;;
 esac

@@ -15,7 +15,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import CLI, Daemon, Upstream, WireCase, check_record, descendants, js  # noqa: E402
+from harness import CLI, DAEMON, Daemon, Upstream, WireCase, check_record, descendants, js  # noqa: E402
 
 UID = 61100
 TOKEN = "alice-token-0123456789abcdef0123456789"
@@ -125,6 +125,14 @@ class MicroVM(WireCase):
                   "guest.snippet", "guest.kernel"):
             self.assertIn(n, names)
         self.assertTrue(all(c.get("passed") for c in ev["checks"]), ev["checks"])
+        proj = [c for c in ev["checks"] if c["name"] == "guest.project"][0]
+        self.assertIn("node", json.dumps(proj))
+        # Project VMs have one block device, node's read-only image; snippet VMs have none.
+        for n in ("guest.disk", "guest.project_block_devices", "guest.project_disk_read_only",
+                  "host.project_qemu_descriptors", "guest.project_network_interfaces"):
+            self.assertIn(n, names)
+        self.assertRegex(d["projectEnvironment"]["identity"], r"^microvm:sha256:[0-9a-f]{64}$")
+        self.assertNotEqual(d["projectEnvironment"]["identity"], d["javascriptEnvironment"]["identity"])
         self.assertRegex(ev["runtime"], r"^qemu-microvm/(tcg|kvm)$")
         self.assertTrue(any(line.startswith("accelerator: ") for line in ev["confinement"]), ev["confinement"])
         self.assertEqual(d["policy"], "plimsoll-evidence:sha256:" + ev["digest"])
@@ -218,6 +226,33 @@ class MicroVM(WireCase):
         self.assertIn(b"end", outp)
         self.assertNotIn(b"root:", outp)
 
+    def test_project_runs_node_main_js(self):
+        r = self.run_project([("main.js", "console.log('sum', [1, 2, 3].reduce((a, b) => a + b));"
+                                          "require('fs').writeFileSync('out.txt', process.version);")],
+                             ["node main.js", "node --version"], ["out.txt"], minimumIsolation="vm")
+        p = r["project"]
+        self.assertEqual(p["outcome"], "PROJECT_OUTCOME_COMPLETED", p)
+        self.assertEqual([s.get("exitCode", 0) for s in p["steps"]], [0, 0], p)
+        self.assertEqual(base64.b64decode(p["steps"][0]["stdout"]), b"sum 6\n")
+        host = subprocess.run(["node", "--version"], capture_output=True, check=True).stdout
+        self.assertEqual(base64.b64decode(p["steps"][1]["stdout"]), host)
+        self.assertEqual(base64.b64decode(p["artifacts"][0]["content"]), host.strip())
+
+    def test_project_node_disk_is_read_only(self):
+        r = self.run_project([], ["grep ' /usr ' /proc/mounts; touch /usr/x 2>&1; (echo x > /dev/vda) 2>&1; "
+                                  "ls /sys/block; echo end"])
+        p = r["project"]
+        self.assertEqual(r["environment"], self.d_project_identity())
+        outp = base64.b64decode(p["steps"][0]["stdout"])
+        self.assertRegex(outp, rb"^/dev/vda /usr ext4 ro,")
+        self.assertIn(b"Read-only file system", outp)
+        self.assertIn(b"Permission denied", outp)
+        self.assertTrue(outp.endswith(b"vda\nend\n"), outp)
+
+    def d_project_identity(self):
+        st, _, data, _ = self.d.call("Describe", {}, token=TOKEN)
+        return json.loads(data)["projectEnvironment"]["identity"]
+
     def test_project_grant_is_refused_before_dispatch(self):
         msg = {"protocol": 3, "project": {"files": [], "steps": ["true"], "grantProfile": "items"}}
         self.assertRefused(self.d.call("Run", msg, token=TOKEN), "unimplemented", "unsupported")
@@ -263,8 +298,9 @@ class MicroVM(WireCase):
         pid = self.d.proc.pid
         n = int(os.environ.get("MICROVM_LEAK_RUNS", "200"))
         self.run_js("1")
-        # Measured with the pool full and idle (2 VMs, each holding 2 of the daemon's fds).
-        self.assertTrue(settle(lambda: len(qemus(pid)) == 2))
+        # Measured with the pools full and idle (2 snippet VMs + 1 project VM, each holding 2 of
+        # the daemon's fds).
+        self.assertTrue(settle(lambda: len(qemus(pid)) == 3))
         time.sleep(1)
         fds0 = len(os.listdir("/proc/%d/fd" % pid))
         t0 = time.monotonic()
@@ -273,9 +309,9 @@ class MicroVM(WireCase):
             self.assertEqual(out(r), b"%d\n" % i)
         wall = time.monotonic() - t0
         print("\nmicrovm: %d runs back to back in %.1f s (%.2f runs/s)" % (n, wall, n / wall), file=sys.stderr)
-        # Only the pool (at most 2 VMs, each with its channel's guestio helper, docs/privsep.md)
-        # remains; the daemon's descriptors are back where they were.
-        self.assertTrue(settle(lambda: len(qemus(pid)) == 2 and len(descendants(pid)) == 4), descendants(pid))
+        # Only the pools (2 + 1 VMs, each with its channel's guestio helper, docs/privsep.md)
+        # remain; the daemon's descriptors are back where they were.
+        self.assertTrue(settle(lambda: len(qemus(pid)) == 3 and len(descendants(pid)) == 6), descendants(pid))
         self.assertTrue(settle(lambda: len(os.listdir("/proc/%d/fd" % pid)) == fds0, 30),
                         (fds0, os.listdir("/proc/%d/fd" % pid)))
 
@@ -297,6 +333,48 @@ class MicroVMLifecycle(unittest.TestCase):
         mine = set(qemus(pid))
         d.kill()  # SIGKILL: no drain, no cleanup code runs
         self.assertTrue(settle(lambda: not (set(uid_procs()) - before) & mine, 10), mine)
+
+    def test_guest_kernel_panic_is_an_unmarked_error(self):
+        """A guest whose kernel panics mid-run (the test initramfs: PID 1 exits on a marked snippet;
+        "Attempted to kill init", panic=-1, -no-reboot: QEMU exits): an error without a
+        not-dispatched mark, no hang, no QEMU left, and the daemon serves on."""
+        initrd = os.environ.get("MICROVM_PANIC_INITRD") or os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(DAEMON))),
+            "providers/microvm/plimsoll-microvm-initramfs-panictest.cpio")
+        self.assertTrue(os.path.isfile(initrd), "build the test initramfs (ninja): " + initrd)
+        d = Daemon({"SANDBOX_PROVIDER": "microvm", "PLIMSOLL_INSECURE": "1", "SANDBOX_MICROVM_ACCEL": "tcg",
+                    "SANDBOX_MICROVM_INITRD": initrd, "SANDBOX_RATE_PER_MIN": "0"}, timeout=STARTUP)
+        try:
+            pid = d.proc.pid
+            self.assertTrue(settle(lambda: len(qemus(pid)) == 3, 120), qemus(pid))
+            before = set(qemus(pid))
+            t0 = time.monotonic()
+            st, hdrs, data, _ = d.call("Run", js("/* plimsoll-test:panic */ console.log(1)", timeoutMs=20000))
+            waited = time.monotonic() - t0
+            body = json.loads(data)
+            self.assertNotEqual(st, 200, body)
+            self.assertEqual(body["code"], "internal", body)
+            self.assertNotIn("details", body)  # no NotDispatched: code may have run
+            self.assertNotIn("plimsoll-not-dispatched", {k.lower() for k in hdrs})
+            # The channel closed under the run (the guest reset after its panic, -no-reboot, and
+            # QEMU exits): the daemon's log holds the detail under the answer's id, "exit 0" or
+            # "signal 9" depending on whether QEMU had exited before the daemon reaped it. No
+            # hang: the answer came before the run's own 20 s deadline (a deadline would have
+            # been a timedOut result, not an error).
+            incident = body.get("message", "").split()[2].rstrip(";")
+            self.assertTrue(settle(lambda: any(incident in line and "went away (" in line for line in d.lines), 5),
+                            [line for line in d.lines if incident in line])
+            self.assertLess(waited, 20, waited)
+            # The VM that panicked is gone (reaped); the pools refill; the daemon serves on.
+            self.assertTrue(settle(lambda: len(before - set(qemus(pid))) == 1 and len(qemus(pid)) == 3, 60),
+                            (before, qemus(pid)))
+            self.assertTrue(all(proc_state(p) not in ("Z", None) for p in qemus(pid)))
+            st, _, data, _ = d.call("Run", js("console.log('after')"))
+            self.assertEqual(st, 200, data)
+            self.assertEqual(out(json.loads(data)), b"after\n")
+        finally:
+            self.assertEqual(d.stop(), 0)
+        self.assertTrue(settle(lambda: not qemus(pid), 10))
 
     def test_kvm_path(self):
         """Runs the KVM path where /dev/kvm boots a guest; skips visibly (saying why) elsewhere."""

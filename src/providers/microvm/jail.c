@@ -167,6 +167,14 @@ int mv_jail_init(struct mv_jail *j, const char *qemu, const char *kernel, const 
     return 0;
 }
 
+int mv_jail_add_disk(struct mv_jail *j, const char *image, struct plm_err *err)
+{
+    if (strncmp(image, j->root, strlen(j->root)) == 0)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: `%s` is under the jail's root %s",
+                           image, j->root);
+    return add_file(j, image, "/disk.img", err);
+}
+
 /* ---- the child, between clone and exec: only syscalls, no allocation ---- */
 
 enum {

@@ -39,6 +39,8 @@ struct mv_jail {
  * -1 with err naming what is missing. */
 int mv_jail_init(struct mv_jail *j, const char *qemu, const char *kernel, const char *initrd, bool kvm, uid_t uid,
                  gid_t gid, struct plm_err *err);
+/* Adds a read-only disk image, bound at /disk.img in the jail (a project VM's node image). */
+int mv_jail_add_disk(struct mv_jail *j, const char *image, struct plm_err *err);
 /* Starts QEMU in the jail with argv and the descriptors fds[0..n): fds[0] becomes its stdin,
  * stdout and stderr (the write end of a pipe for its complaints), fds[1..] become 3, 4, ...
  * fsize_mb bounds what QEMU may write to a file (a template's

@@ -24,6 +24,9 @@
 #ifndef MV_KERNEL_BUILD_PATH
 #define MV_KERNEL_BUILD_PATH ""
 #endif
+#ifndef MV_NODE_IMAGE_BUILD_PATH
+#define MV_NODE_IMAGE_BUILD_PATH ""
+#endif
 #ifndef MV_INITRD_BUILD_PATH
 #define MV_INITRD_BUILD_PATH ""
 #endif
@@ -50,9 +53,9 @@ static void mv_describe(struct plm_provider *p, struct plm_describe *d)
     d->javascript.max_timeout_ms = MV_MAX_TIMEOUT_MS;
     d->javascript.languages[0] = "javascript";
     d->supports_javascript_grants = true;
-    /* Projects: files, `sh -c` steps (busybox), artifacts; no grants for projects yet. */
+    /* Projects: files, `sh -c` steps (busybox, node), artifacts; no grants for projects yet. */
     d->supports_project = true;
-    snprintf(d->project.identity, sizeof d->project.identity, "%s", s->identity);
+    snprintf(d->project.identity, sizeof d->project.identity, "%s", s->proj->identity);
     d->project.default_timeout_ms = MV_PROJECT_DEFAULT_MS;
     d->project.max_timeout_ms = MV_PROJECT_MAX_MS;
     d->project.languages[0] = "shell";
@@ -78,10 +81,15 @@ static int mv_smoke(struct plm_provider *p, struct plm_err *err)
     __atomic_store_n(&s->proven, 0, __ATOMIC_RELEASE);
     mv_pool_free(s->pool);
     s->pool = NULL;
+    mv_pool_free(s->proj->pool);
+    s->proj->pool = NULL;
     if (mv_prove(s, err) < 0)
         return -1;
     s->pool = mv_pool_new(s, s->cfg.pool_size, err);
     if (!s->pool)
+        return -1;
+    s->proj->pool = mv_pool_new(s->proj, MV_PROJECT_POOL, err);
+    if (!s->proj->pool)
         return -1;
     __atomic_store_n(&s->proven, 1, __ATOMIC_RELEASE);
     return 0;
@@ -144,17 +152,18 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
     if ((req->project.grant_profile && req->project.grant_profile[0]) || ctx->host_api)
         return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
                            "microvm does not support grants for projects");
-    if (!s->pool)
+    if (!s->pool || !s->proj->pool)
         return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: not proven; nothing ran");
+    struct mv_state *ps = s->proj;
     uint32_t timeout = ctx->timeout_ms ? ctx->timeout_ms : MV_PROJECT_DEFAULT_MS;
     if (timeout > MV_PROJECT_MAX_MS)
         timeout = MV_PROJECT_MAX_MS;
     memset(out, 0, sizeof *out);
     struct mv_vm vm;
-    if (mv_pool_take(s->pool, &vm, err) < 0)
+    if (mv_pool_take(ps->pool, &vm, err) < 0)
         return plm_err_wrap(err, "start a VM (nothing ran)");
     int64_t ms = 0;
-    int r = mv_run_project(s, &vm, req, timeout, &out->project, &ms, err);
+    int r = mv_run_project(ps, &vm, req, timeout, &out->project, &ms, err);
     mv_vm_kill(&vm);
     out->kind = PLM_KIND_PROJECT;
     if (r < 0) {
@@ -162,7 +171,7 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
         return -1;
     }
     out->duration_ms = ms;
-    if (plm_result_stamp(out, "microvm", tier, s->identity, NULL) < 0) {
+    if (plm_result_stamp(out, "microvm", tier, ps->identity, NULL) < 0) {
         plm_result_done(out);
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
     }
@@ -173,6 +182,7 @@ static void state_free(struct mv_state *s)
 {
     if (!s)
         return;
+    state_free(s->proj);
     mv_pool_free(s->pool);
     if (s->template_fd >= 0)
         close(s->template_fd);
@@ -196,16 +206,17 @@ static const struct plm_provider_ops mv_ops = {
     .destroy = mv_destroy,
 };
 
-static int hash_files(const char *a, const char *b, char hex[65], struct plm_err *err)
+/* SHA-256 over the files' bytes in order (b or c may be NULL). */
+static int hash_files(const char *a, const char *b, const char *c, char hex[65], struct plm_err *err)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "sha256 unavailable");
     }
-    const char *files[2] = {a, b};
+    const char *files[3] = {a, b, c};
     uint8_t buf[65536];
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3 && files[i]; i++) {
         int fd = open(files[i], O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             int e = errno;
@@ -260,6 +271,13 @@ static void qemu_version(const char *qemu, char *out, size_t len)
     pclose(f);
 }
 
+int mv_state_jail(struct mv_state *s, bool kvm, gid_t gid, struct plm_err *err)
+{
+    if (mv_jail_init(&s->jail, s->cfg.qemu, s->kernel_path, s->initrd_path, kvm, s->cfg.uid, gid, err) < 0)
+        return -1;
+    return s->disk_path[0] ? mv_jail_add_disk(&s->jail, s->disk_path, err) : 0;
+}
+
 static uint32_t clamp_u32(uint32_t v, uint32_t def, uint32_t lo, uint32_t hi)
 {
     if (v == 0)
@@ -304,12 +322,35 @@ struct plm_provider *mv_provider_new(const struct mv_config *cfg, struct plm_err
         goto fail;
     }
     char hex[65];
-    if (mv_jail_init(&s->jail, s->cfg.qemu, s->kernel_path, s->initrd_path, false, s->cfg.uid, s->cfg.uid, err) < 0 ||
-        hash_files(s->kernel_path, s->initrd_path, hex, err) < 0)
+    if (mv_state_jail(s, false, s->cfg.uid, err) < 0 || hash_files(s->kernel_path, s->initrd_path, NULL, hex, err) < 0)
         goto fail;
     snprintf(s->identity, sizeof s->identity, "microvm:sha256:%s", hex);
+    /* Projects: the same kernel and initramfs plus node's read-only disk, in their own jail;
+     * their identity covers the disk image too. */
+    struct mv_state *ps = calloc(1, sizeof *ps);
+    if (!ps) {
+        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
+        goto fail;
+    }
+    s->proj = ps;
+    ps->template_fd = -1;
+    ps->cfg = s->cfg;
+    snprintf(ps->kernel_path, sizeof ps->kernel_path, "%s", s->kernel_path);
+    snprintf(ps->initrd_path, sizeof ps->initrd_path, "%s", s->initrd_path);
+    snprintf(ps->disk_path, sizeof ps->disk_path, "%s",
+             cfg->node_image && *cfg->node_image ? cfg->node_image : MV_NODE_IMAGE_BUILD_PATH);
+    ps->cfg.kernel = ps->kernel_path;
+    ps->cfg.initrd = ps->initrd_path;
+    ps->cfg.node_image = ps->disk_path;
+    if (mv_state_jail(ps, false, ps->cfg.uid, err) < 0 ||
+        hash_files(ps->kernel_path, ps->initrd_path, ps->disk_path, hex, err) < 0)
+        goto fail;
+    snprintf(ps->identity, sizeof ps->identity, "microvm:sha256:%s", hex);
     s->tsc_khz = host_tsc_khz();
     qemu_version(s->cfg.qemu, s->qemu_version, sizeof s->qemu_version);
+    /* Without the TSC rate a loaded TCG host hangs the project VMs' boots (vm.c). */
+    ps->tsc_khz = s->tsc_khz;
+    memcpy(ps->qemu_version, s->qemu_version, sizeof ps->qemu_version);
     p->ops = &mv_ops;
     p->state = s;
     return p;

@@ -1,7 +1,7 @@
 /* microvm.h: the `microvm` provider (vm tier): one jailed QEMU `microvm` per run, Debian's cloud
  * kernel, our static guest init and QuickJS agent (docs/microvm.md). KVM where a probe guest
  * boots, TCG otherwise: the accelerator is evidence, not a tier. Projects run `sh -c` steps with
- * busybox; project grants and modules are unsupported. */
+ * busybox and node (a read-only disk image); project grants and modules are unsupported. */
 #pragma once
 #include <stdint.h>
 
@@ -17,6 +17,7 @@
 #define MV_PROJECT_MAX_MS 120000u
 #define MV_DEFAULT_POOL 2u
 #define MV_MAX_POOL 16u
+#define MV_PROJECT_POOL 1u /* project VMs kept ready (each project restores one more on demand) */
 #define MV_DEFAULT_UID 61100u
 
 enum mv_accel { MV_ACCEL_AUTO, MV_ACCEL_KVM, MV_ACCEL_TCG };
@@ -31,6 +32,7 @@ struct mv_config {
     const char *qemu;    /* NULL -> /usr/bin/qemu-system-x86_64 */
     const char *kernel;  /* NULL -> third_party/microvm/vmlinuz of the source tree */
     const char *initrd;  /* NULL -> the build's initramfs */
+    const char *node_image; /* NULL -> the build's node image (project VMs' read-only disk) */
 };
 
 /* Resolves the configuration, hashes kernel + initramfs (the environment identity) and prepares

@@ -46,7 +46,8 @@ struct mv_vm {
 struct mv_state {
     struct mv_config cfg; /* resolved: no zeros */
     char kernel_path[4096], initrd_path[4096];
-    char identity[160]; /* microvm:sha256:<hex over kernel + initramfs> */
+    char disk_path[4096]; /* project VMs: node's read-only image ("" for snippet VMs: no disk) */
+    char identity[160]; /* microvm:sha256:<hex over kernel + initramfs (+ the disk image)> */
     char qemu_version[96];
     uint32_t tsc_khz;
     bool kvm;           /* the accelerator in use */
@@ -56,9 +57,15 @@ struct mv_state {
     int64_t save_ms, boot_ms, restore_ms;
     char guest_ready[MVC_READY_MAX + 1]; /* the READY text of the template (or first cold) boot */
     struct mv_pool *pool;
+    /* Projects' VMs: the same kernel and initramfs plus node's read-only disk, with their own
+     * jail, template and pool; NULL inside that state itself. Its checks go on this state's card. */
+    struct mv_state *proj;
     struct plm_evidence ev;
     int proven; /* atomic */
 };
+
+/* microvm.c: (re)builds s->jail for the accelerator (gid: /dev/kvm's group under KVM). */
+int mv_state_jail(struct mv_state *s, bool kvm, gid_t gid, struct plm_err *err);
 
 /* vm.c */
 int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_timeout_ms, struct mv_vm *vm,
@@ -92,4 +99,5 @@ int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_reques
                    struct plm_project_result *pr, int64_t *ms, struct plm_err *err);
 
 /* smoke.c */
+/* Proves s (snippets, probes) and s->proj (its template, a node project step). */
 int mv_prove(struct mv_state *s, struct plm_err *err);

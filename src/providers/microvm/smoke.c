@@ -46,8 +46,24 @@ static void status_field(pid_t pid, const char *key, char *out, size_t len)
     fclose(f);
 }
 
-/* Every descriptor QEMU holds is a pipe, socket, anonymous inode or /dev/kvm: no host file. */
-static bool fds_expected(pid_t pid, char *seen, size_t len)
+/* 1 when QEMU's descriptor fd is open read-only (its fdinfo's access mode). */
+static bool fd_read_only(pid_t pid, const char *fd)
+{
+    char path[96], line[128];
+    snprintf(path, sizeof path, "/proc/%d/fdinfo/%.16s", (int)pid, fd);
+    FILE *f = fopen(path, "re");
+    unsigned flags = 3;
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = sscanf(line, "flags: %o", &flags) == 1;
+    if (f)
+        fclose(f);
+    return found && (flags & 3) == 0;
+}
+
+/* Every descriptor QEMU holds is a pipe, socket, anonymous inode or /dev/kvm: no host file;
+ * a project VM's also the node image, read-only (disk). */
+static bool fds_expected(pid_t pid, bool disk, char *seen, size_t len)
 {
     char dir[64];
     snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
@@ -70,6 +86,8 @@ static bool fds_expected(pid_t pid, char *seen, size_t len)
             continue;
         t[k] = 0;
         n++;
+        if (disk && strcmp(t, "/disk.img") == 0 && fd_read_only(pid, e->d_name))
+            continue;
         if (strncmp(t, "pipe:", 5) && strncmp(t, "socket:", 7) && strncmp(t, "anon_inode:", 11) &&
             strcmp(t, "/dev/kvm") && strncmp(t, "/memfd:plimsoll-microvm-template", 32)) {
             ok = false;
@@ -78,7 +96,8 @@ static bool fds_expected(pid_t pid, char *seen, size_t len)
     }
     closedir(d);
     if (ok)
-        snprintf(seen, len, "%d descriptors, all pipes, sockets or anonymous inodes", n);
+        snprintf(seen, len, "%d descriptors, all pipes, sockets or anonymous inodes%s", n,
+                 disk ? " but the node image, read-only" : "");
     return ok;
 }
 
@@ -92,6 +111,8 @@ static bool other_ns(pid_t pid, const char *ns)
 
 static int host_checks(struct mv_state *s, pid_t pid, struct plm_err *err)
 {
+    if (s->disk_path[0])
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: host checks take the snippet state");
     char v[128], want[32];
     snprintf(want, sizeof want, "%u", s->cfg.uid);
     status_field(pid, "Uid", v, sizeof v);
@@ -103,7 +124,7 @@ static int host_checks(struct mv_state *s, pid_t pid, struct plm_err *err)
     status_field(pid, "CapEff", v, sizeof v);
     CHECK("host.qemu_capabilities", "none effective", strcmp(v, "0000000000000000") == 0, "CapEff %s", v);
     char seen[200];
-    bool ok = fds_expected(pid, seen, sizeof seen);
+    bool ok = fds_expected(pid, false, seen, sizeof seen);
     CHECK("host.qemu_descriptors", "no host file open", ok, "%s", seen);
     bool ns = other_ns(pid, "user") && other_ns(pid, "mnt") && other_ns(pid, "pid") && other_ns(pid, "net") &&
               other_ns(pid, "ipc");
@@ -137,28 +158,37 @@ static int one_vm(struct mv_state *s, struct mv_vm *vm, struct plm_err *err)
     return 0;
 }
 
+/* Sends PROBE and copies the guest's PROBE_RESULT text into text (NUL-terminated); the VM is
+ * killed either way. */
+static int probe_text(struct mv_vm *vm, char text[MVC_PROBE_RESULT_MAX + 1], struct plm_err *err)
+{
+    struct mvc_frame f;
+    int r = mv_vm_send(vm, MVC_PROBE, 0, NULL, 0, NULL, 0, NULL, 0, err);
+    if (r == 0)
+        r = mv_vm_read(vm, mv_now_ns() + 60 * 1000000000LL, &f, err);
+    if (r == 0 && f.hdr.type != MVC_PROBE_RESULT)
+        r = plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: probe: unexpected frame %u", f.hdr.type);
+    if (r == 0) {
+        memcpy(text, f.u.text.p, f.u.text.len);
+        text[f.u.text.len] = 0;
+    }
+    mv_vm_kill(vm);
+    return r < 0 ? plm_err_wrap(err, "probe") : 0;
+}
+
 static int probes(struct mv_state *s, struct plm_err *err)
 {
     struct mv_vm vm;
     if (one_vm(s, &vm, err) < 0)
         return plm_err_wrap(err, "probe VM");
     s->restore_ms = vm.boot_ms;
-    if (host_checks(s, vm.pid, err) < 0 || mv_vm_send(&vm, MVC_PROBE, 0, NULL, 0, NULL, 0, NULL, 0, err) < 0) {
+    if (host_checks(s, vm.pid, err) < 0) {
         mv_vm_kill(&vm);
         return -1;
     }
-    struct mvc_frame f;
-    int r = mv_vm_read(&vm, mv_now_ns() + 60 * 1000000000LL, &f, err);
-    if (r == 0 && f.hdr.type != MVC_PROBE_RESULT)
-        r = plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: probe: unexpected frame %u", f.hdr.type);
-    if (r < 0) {
-        mv_vm_kill(&vm);
-        return plm_err_wrap(err, "probe");
-    }
     char text[MVC_PROBE_RESULT_MAX + 1], v[256];
-    memcpy(text, f.u.text.p, f.u.text.len);
-    text[f.u.text.len] = 0;
-    mv_vm_kill(&vm);
+    if (probe_text(&vm, text, err) < 0)
+        return -1;
     probe_value(text, "net", v, sizeof v);
     CHECK("guest.network_interfaces", "lo only", strcmp(v, "lo") == 0, "%s", v);
     probe_value(text, "block", v, sizeof v);
@@ -166,6 +196,8 @@ static int probes(struct mv_state *s, struct plm_err *err)
     probe_value(text, "fs", v, sizeof v);
     CHECK("guest.filesystems", "rootfs,devtmpfs,proc,sysfs,tmpfs (no host share)",
           strcmp(v, "rootfs,devtmpfs,proc,sysfs,tmpfs") == 0, "%s", v);
+    probe_value(text, "disk", v, sizeof v);
+    CHECK("guest.disk", "absent", strcmp(v, "absent") == 0, "%s", v);
     probe_value(text, "host_file", v, sizeof v);
     CHECK("guest.host_file", "/etc/passwd absent", strcmp(v, "No such file or directory") == 0, "%s", v);
     probe_value(text, "fork_bomb", v, sizeof v);
@@ -173,6 +205,37 @@ static int probes(struct mv_state *s, struct plm_err *err)
     probe_value(text, "memory_bomb", v, sizeof v);
     CHECK("guest.memory_bomb", "killed or refused inside the guest; the VM answers",
           strcmp(v, "killed by signal 9") == 0 || strcmp(v, "allocation refused") == 0, "%s", v);
+    return 0;
+}
+
+/* The project VM's own probes (its template, its disk): on the snippet state's card. */
+static int project_probes(struct mv_state *s, struct plm_err *err)
+{
+    struct mv_state *ps = s->proj;
+    struct mv_vm vm;
+    if (one_vm(ps, &vm, err) < 0)
+        return plm_err_wrap(err, "project probe VM");
+    char seen[200];
+    bool fds_ok = fds_expected(vm.pid, true, seen, sizeof seen);
+    char text[MVC_PROBE_RESULT_MAX + 1], v[256];
+    if (probe_text(&vm, text, err) < 0)
+        return plm_err_wrap(err, "project");
+    CHECK("host.project_qemu_descriptors", "no host file open but the node image, read-only", fds_ok, "%s", seen);
+    probe_value(text, "net", v, sizeof v);
+    CHECK("guest.project_network_interfaces", "lo only", strcmp(v, "lo") == 0, "%s", v);
+    probe_value(text, "block", v, sizeof v);
+    CHECK("guest.project_block_devices", "vda only (node's image)", strcmp(v, "vda") == 0, "%s", v[0] ? v : "none");
+    probe_value(text, "fs", v, sizeof v);
+    CHECK("guest.project_filesystems", "rootfs,devtmpfs,proc,sysfs,tmpfs,ext4 (node's image on /usr)",
+          strcmp(v, "rootfs,devtmpfs,proc,sysfs,tmpfs,ext4") == 0, "%s", v);
+    probe_value(text, "disk", v, sizeof v);
+    /* Root in the guest: the kernel's read-only flag, a refused write, a read-only mount. */
+    CHECK("guest.project_disk_read_only", "ro 1, the write refused, no new file in /usr",
+          strncmp(v, "ro 1, write: ", 13) == 0 && !strstr(v, "write: written") &&
+              strstr(v, "new file in /usr: Read-only file system") != NULL,
+          "%s", v);
+    probe_value(text, "host_file", v, sizeof v);
+    CHECK("guest.project_host_file", "/etc/passwd absent", strcmp(v, "No such file or directory") == 0, "%s", v);
     return 0;
 }
 
@@ -184,7 +247,9 @@ static int snippet(struct mv_state *s, const char *name, const char *code, const
         return plm_err_wrap(err, "%s", name);
     struct plm_js_result res;
     int64_t ms = 0;
-    int r = mv_run_snippet(s, &vm, code, strlen(code), NULL, 20000, &res, &ms, err);
+    /* The longest a snippet may run: the memory bomb touches ~160 MiB under TCG, which took
+     * 5-7 s at load 14 here and over 20 s in load spikes. */
+    int r = mv_run_snippet(s, &vm, code, strlen(code), NULL, MV_MAX_TIMEOUT_MS, &res, &ms, err);
     mv_vm_kill(&vm);
     if (r < 0)
         return plm_err_wrap(err, "%s", name);
@@ -208,14 +273,16 @@ static bool ended_as_result(const struct plm_js_result *r)
     return r->exit_code != 0 && !r->timed_out;
 }
 
-/* A project's proof: a file in, a `sh -c` step, an artifact out. */
+/* A project's proof: a file in, a `sh -c` step that also runs Debian's node (it writes the
+ * artifact), an artifact out. */
 static int project(struct mv_state *s, struct plm_err *err)
 {
+    struct mv_state *ps = s->proj;
     struct mv_vm vm;
-    if (one_vm(s, &vm, err) < 0)
+    if (one_vm(ps, &vm, err) < 0)
         return plm_err_wrap(err, "project VM");
     const struct plm_file files[] = {{"in/a.txt", "plimsoll"}};
-    const char *steps[] = {"cat in/a.txt && echo \" $(id -u)\" && echo made > out.txt"};
+    const char *steps[] = {"cat in/a.txt && echo \" $(id -u)\" && node -e \"require('fs').writeFileSync('out.txt', 'made\\\\n')\""};
     const char *arts[] = {"out.txt"};
     struct plm_request req = {.kind = PLM_KIND_PROJECT};
     req.project.files = files;
@@ -226,7 +293,7 @@ static int project(struct mv_state *s, struct plm_err *err)
     req.project.n_artifacts = 1;
     struct plm_result res = {.kind = PLM_KIND_PROJECT};
     int64_t ms = 0;
-    int r = mv_run_project(s, &vm, &req, 20000, &res.project, &ms, err);
+    int r = mv_run_project(ps, &vm, &req, 20000, &res.project, &ms, err);
     mv_vm_kill(&vm);
     if (r < 0) {
         plm_result_done(&res);
@@ -238,13 +305,37 @@ static int project(struct mv_state *s, struct plm_err *err)
               pr->n_artifacts == 1 && pr->artifacts[0].content.len == 5 &&
               memcmp(pr->artifacts[0].content.data, "made\n", 5) == 0;
     int shown = pr->n_steps && pr->steps[0].out.len < 40 ? (int)pr->steps[0].out.len : 0;
-    int c = ev_add_check(&s->ev, "guest.project", "step stdout \"plimsoll 65534\", artifact out.txt, completed", ok,
+    int c = ev_add_check(&s->ev, "guest.project", "step stdout \"plimsoll 65534\", artifact out.txt written by node, completed", ok,
                          "outcome %d, %zu steps, stdout \"%.*s\", %zu artifacts", (int)pr->outcome, pr->n_steps, shown,
                          shown ? (const char *)pr->steps[0].out.data : "", pr->n_artifacts);
     plm_result_done(&res);
     if (c < 0)
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
     return 0;
+}
+
+/* Saves s's template; on failure s cold-boots (speed, not a wall) and err says why. */
+static void save_or_cold(struct mv_state *s, struct plm_err *err)
+{
+    if (mv_snapshot_save(s, err) < 0) {
+        if (s->template_fd >= 0)
+            close(s->template_fd);
+        s->template_fd = -1;
+    }
+}
+
+struct save_job {
+    struct mv_state *s;
+    pthread_t thread;
+    struct plm_err err;
+};
+
+/* The template VM dies with this thread (PR_SET_PDEATHSIG), after its save at the latest. */
+static void *save_thread(void *arg)
+{
+    struct save_job *j = arg;
+    save_or_cold(j->s, &j->err);
+    return NULL;
 }
 
 /* Chooses KVM when a KVM guest boots under a timeout (auto) or must (kvm); else TCG. */
@@ -268,7 +359,7 @@ static int choose_accel(struct mv_state *s, struct plm_err *err)
     } else {
         close(fd);
         struct mv_jail tcg_jail = s->jail;
-        if (mv_jail_init(&s->jail, s->cfg.qemu, s->kernel_path, s->initrd_path, true, s->cfg.uid, kst.st_gid, err) < 0)
+        if (mv_state_jail(s, true, kst.st_gid, err) < 0)
             return -1;
         struct mv_vm vm;
         struct plm_err e2 = {0};
@@ -295,18 +386,25 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
     s->ev.tier = PLM_TIER_VM;
     if (choose_accel(s, err) < 0)
         return -1;
+    /* The project state: the accelerator chosen above, its own template, saved while the
+     * snippets' template is (two CPUs: the two boots overlap). */
+    struct mv_state *ps = s->proj;
+    ps->kvm = s->kvm;
+    if (s->kvm && mv_state_jail(ps, true, s->jail.gid, err) < 0)
+        return -1;
+    struct save_job pjob = {.s = ps};
+    bool parallel = pthread_create(&pjob.thread, NULL, save_thread, &pjob) == 0;
     struct plm_err serr = {0};
-    if (mv_snapshot_save(s, &serr) < 0) {
-        /* Speed, not a wall: without a template every VM cold-boots. */
-        if (s->template_fd >= 0)
-            close(s->template_fd);
-        s->template_fd = -1;
-    }
+    save_or_cold(s, &serr);
+    if (parallel)
+        pthread_join(pjob.thread, NULL);
+    else
+        save_or_cold(ps, &pjob.err);
     if (probes(s, err) < 0 ||
         snippet(s, "guest.snippet", "console.log(1+1)", "stdout \"2\\n\", exit 0", says_two, err) < 0 ||
         snippet(s, "guest.memory_bomb_snippet", "let a=[];for(;;)a.push('x'.repeat(1<<24)+a.length)",
                 "ends as a result with a non-zero exit", ended_as_result, err) < 0 ||
-        project(s, err) < 0)
+        project_probes(s, err) < 0 || project(s, err) < 0)
         return -1;
 
     char release[128] = "", cpu[128] = "";
@@ -323,6 +421,8 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
                        s->cfg.cpus, s->cfg.disk_mb);
     ev_add_confinement(&s->ev, "jail: uid %u, user/mnt/pid/ipc/net/uts ns, read-only minimal root", s->cfg.uid);
     ev_add_confinement(&s->ev, "qemu -sandbox on with obsolete/elevateprivileges/spawn/resourcecontrol=deny");
+    ev_add_confinement(&s->ev, "project vm: the same RAM, node on a read-only virtio-blk disk (/usr), %s",
+                       ps->template_fd >= 0 ? "own template and pool" : "cold boots (template save failed)");
     if (s->template_fd >= 0) {
         ev_add_confinement(&s->ev, "pool: restored from one template, fresh seed per VM");
         ev_add_confinement(&s->ev, "shared by restored VMs: guest kernel layout (KASLR), boot-time state");

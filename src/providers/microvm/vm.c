@@ -134,6 +134,14 @@ static void build_argv(const struct mv_state *s, enum mv_boot how, bool kvm, str
     arg(a, "socket,id=c0,fd=3");
     arg(a, "-device");
     arg(a, "virtserialport,chardev=c0,name=plm.0");
+    if (s->disk_path[0]) {
+        /* A project VM's node image: read-only to QEMU (opened O_RDONLY, writes refused to the
+         * guest), bound read-only into the jail. */
+        arg(a, "-drive");
+        arg(a, "file=/disk.img,format=raw,if=none,id=d0,readonly=on");
+        arg(a, "-device");
+        arg(a, "virtio-blk-device,drive=d0");
+    }
     arg(a, "-sandbox");
     arg(a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
     if (how == MV_BOOT_TEMPLATE) {

@@ -8,6 +8,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,43 @@ static void dir_list(const char *dir, char *out, size_t cap)
         off = append(out, off, cap, "%s%.40s", off ? "," : "", e->d_name);
     }
     closedir(d);
+}
+
+/* A project VM's node disk, as PID 1 (root in the guest) sees it: the kernel's read-only flag,
+ * what an attempt to write its first block gets, and whether /usr takes a new file. A snippet
+ * VM has no /dev/vda ("absent"). */
+static void disk_probe(char *out, size_t cap)
+{
+    char ro[8] = "?";
+    int fd = open("/sys/block/vda/ro", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(out, cap, "absent");
+        return;
+    }
+    ssize_t k = read(fd, ro, sizeof ro - 1);
+    close(fd);
+    ro[k > 0 ? (size_t)k : 0] = 0;
+    ro[strcspn(ro, "\n")] = 0;
+    /* The first block written back unchanged (harmless if it ever got through), past the page
+     * cache (O_DIRECT), so the kernel's and QEMU's refusals both show. */
+    static uint8_t block[4096] __attribute__((aligned(4096)));
+    const char *w = "unreadable";
+    fd = open("/dev/vda", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && pread(fd, block, sizeof block, 0) == (ssize_t)sizeof block) {
+        close(fd);
+        fd = open("/dev/vda", O_WRONLY | O_DIRECT | O_CLOEXEC);
+        if (fd < 0)
+            w = strerror(errno);
+        else
+            w = pwrite(fd, block, sizeof block, 0) < 0 ? strerror(errno) : "written";
+    }
+    if (fd >= 0)
+        close(fd);
+    fd = open("/usr/.plimsoll-probe", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    const char *u = fd < 0 ? strerror(errno) : "created";
+    if (fd >= 0)
+        close(fd);
+    snprintf(out, cap, "ro %s, write: %s, new file in /usr: %s", ro, w, u);
 }
 
 /* Filesystem types mounted in the guest, comma-separated, in /proc/mounts order. */
@@ -157,6 +195,8 @@ void gs_probe(uint64_t seq)
     off = append(buf, off, sizeof buf, "block=%s\n", v);
     fs_types(v, sizeof v);
     off = append(buf, off, sizeof buf, "fs=%s\n", v);
+    disk_probe(v, sizeof v);
+    off = append(buf, off, sizeof buf, "disk=%s\n", v);
     int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
     off = append(buf, off, sizeof buf, "host_file=%s\n", fd >= 0 ? "readable" : strerror(errno));
     if (fd >= 0)

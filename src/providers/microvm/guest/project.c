@@ -1,5 +1,5 @@
 /* project.c: a project inside the guest (providers.md §3.5's runner, over the port): files under
- * /work, steps as `sh -c` (busybox) in /work with the project's whole timeout as each step's,
+ * /work, steps as `sh -c` (busybox; node on /usr/bin in project VMs) in /work with the project's whole timeout as each step's,
  * stopping at the first failure, then artifacts; one PROJECT_RESULT frame (chan.h).
  * Runs in the run process (uid 65534), never in PID 1. Every step runs in its own process group,
  * killed whole at its deadline or when its output overflows its cap. */
@@ -119,7 +119,7 @@ static void run_step(const char *cmd, int64_t deadline, struct step_out *so)
             dup2(dn, 0);
         if (chdir("/work") < 0)
             _exit(127);
-        char *const envp[] = {"PATH=/bin", "HOME=/work", NULL};
+        char *const envp[] = {"PATH=/bin:/usr/bin", "HOME=/work", NULL};
         execle("/bin/sh", "sh", "-c", cmd, (char *)NULL, envp);
         _exit(127);
     }
