@@ -1,7 +1,10 @@
 /* fuzz_json_decode.c: libFuzzer target for wire_json_decode, the daemon's first parser of a
  * request body. Each input is decoded as RunRequest, RunResponse and DescribeResponse; whatever
  * decodes must re-encode, re-decode, and reach a fixed point: the second encoding equals the
- * first and both messages pack to the same binary. Any other outcome aborts. */
+ * first and both messages pack to the same binary. The same input is also decoded as a request
+ * is (WIRE_JSON_REFUSE_UNKNOWN): that decode may only add refusals of unknown fields, marked
+ * `request`, and what it accepts is the lenient decode's message bit for bit. Any other outcome
+ * aborts. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,33 @@ static void check_packs_equal(const ProtobufCMessage *a, const ProtobufCMessage 
     free(pb);
 }
 
+/* The strict decode against the lenient one (m, NULL when it refused). */
+static void check_strict(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t size,
+                         const ProtobufCMessage *m)
+{
+    struct plm_err err = { 0 };
+    ProtobufCMessage *s = wire_json_decode_with(d, (const char *)data, size, NULL, WIRE_JSON_REFUSE_UNKNOWN, &err);
+    if (s) {
+        if (!m) {
+            fprintf(stderr, "strict decode accepted what the lenient one refused\n");
+            abort();
+        }
+        check_packs_equal(m, s);
+        protobuf_c_message_free_unpacked(s, NULL);
+        return;
+    }
+    if (err.kind != PLM_E_INVALID || err.msg[0] == '\0')
+        abort();
+    /* a refusal the lenient decode did not make is an unknown field, and says so */
+    if (m && (err.refusal != PLM_REFUSAL_REQUEST || strncmp(err.msg, "unknown field ", 14) != 0)) {
+        fprintf(stderr, "strict decode refused a decodable message: %s\n", err.msg);
+        abort();
+    }
+    for (const char *p = err.msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+            abort(); /* key bytes reach the message escaped */
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const ProtobufCMessageDescriptor *const descs[] = {
@@ -35,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < sizeof descs / sizeof descs[0]; i++) {
         struct plm_err err = { 0 };
         ProtobufCMessage *m = wire_json_decode(descs[i], (const char *)data, size, &err);
+        check_strict(descs[i], data, size, m);
         if (!m) {
             if (err.kind != PLM_E_INVALID || err.msg[0] == '\0')
                 abort(); /* a refusal must say why, and is never anything but INVALID here */

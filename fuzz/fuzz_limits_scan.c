@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ProtobufCMessage *m = NULL;
     if (data[0] & 1) {
         if (wire_scan_json(d, (const char *)data + 1, size - 1, &err) == 0)
-            m = wire_json_decode_with(d, (const char *)data + 1, size - 1, &alloc, &err);
+            m = wire_json_decode_with(d, (const char *)data + 1, size - 1, &alloc, WIRE_JSON_REFUSE_UNKNOWN, &err);
     } else if (wire_scan_binary(d, data + 1, size - 1, &err) == 0) {
         m = protobuf_c_message_unpack(d, &alloc, size - 1, data + 1);
     }

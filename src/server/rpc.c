@@ -46,6 +46,27 @@ void rpc_error(struct rpc_answer *ans, const struct plm_err *err, const char *re
     }
 }
 
+/* A JSON request refused for an unknown key, read again with unknown keys dropped: when it states
+ * another protocol, its unknown keys are that protocol's fields, and the handler's protocol check
+ * (wire.md §10, step 7) answers it better than "unknown field" would. Returns that message, or
+ * NULL (err untouched) to keep the refusal. */
+static ProtobufCMessage *other_protocol(const ProtobufCMessageDescriptor *d, const char *body, size_t len,
+                                        ProtobufCAllocator *ap)
+{
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, "protocol");
+    if (!f || f->type != PROTOBUF_C_TYPE_UINT32 || f->label != PROTOBUF_C_LABEL_NONE)
+        return NULL;
+    struct plm_err ignored;
+    ProtobufCMessage *m = wire_json_decode_with(d, body, len, ap, 0, &ignored);
+    if (!m)
+        return NULL;
+    uint32_t p = *(const uint32_t *)((const char *)m + f->offset);
+    if (p != 0 && p != PLM_PROTOCOL)
+        return m;
+    protobuf_c_message_free_unpacked(m, ap);
+    return NULL;
+}
+
 /* Decodes either content type. Binary input is re-measured after unpacking: protobuf-c stores
  * strings NUL-terminated, so a string with an embedded NUL would otherwise shrink silently and
  * change what is digested; such input (and any non-canonical encoding) is refused as malformed. */
@@ -64,7 +85,9 @@ ProtobufCMessage *rpc_decode(const ProtobufCMessageDescriptor *d, enum rpc_fmt f
     if (scan < 0)
         return NULL;
     if (fmt == RPC_JSON) {
-        m = wire_json_decode_with(d, body, len, ap, err);
+        m = wire_json_decode_with(d, body, len, ap, WIRE_JSON_REFUSE_UNKNOWN, err);
+        if (!m && err->refusal == PLM_REFUSAL_REQUEST)
+            m = other_protocol(d, body, len, ap);
     } else {
         m = protobuf_c_message_unpack(d, ap, len, (const uint8_t *)body);
         if (!m)

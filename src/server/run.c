@@ -315,6 +315,25 @@ static void audit(const struct run *r, const struct plm_err *err)
     log_event("info", "run", f);
 }
 
+/* The audit line of a request refused while decoding (an unknown JSON field, a count over its
+ * limit): nothing of the payload is known yet, so it says who, where and why, and that nothing ran. */
+static void audit_decode_refusal(const struct run *r, const struct plm_err *err)
+{
+    json_t *f = json_object();
+    if (r->request_id && *r->request_id)
+        json_object_set_new(f, "request_id", json_string(r->request_id));
+    json_object_set_new(f, "caller", json_string(r->who->id));
+    json_object_set_new(f, "provider", json_string(r->env->provider->ops->name));
+    json_object_set_new(f, "tier", json_string(tier_name(r->env->provider->ops->tier(r->env->provider))));
+    json_object_set_new(f, "outcome", json_string("refused"));
+    json_object_set_new(f, "reason", json_string(plm_refusal_name(err->refusal)));
+    json_object_set_new(f, "stage", json_string("decode"));
+    uint64_t us = clock_mono_us() - r->started_us;
+    json_object_set_new(f, "duration_us", json_integer((json_int_t)us));
+    metrics_note_run(MS_REFUSED, us);
+    log_event("info", "run", f);
+}
+
 /* Counts the error by its own mark: a refusal launched nothing; anything else (an internal
  * fault before dispatch included) is a failure. */
 static void run_failed(struct run *r, const struct plm_err *err, struct rpc_answer *ans)
@@ -336,11 +355,13 @@ void rpc_run(const struct rpc_env *env, const struct principal *who, const char 
                                 .started_us = clock_mono_us(), .floor = PLM_TIER_UNKNOWN};
     struct plm_err err = {0};
     if (run_decode(&r, body, len, &err) < 0) {
-        /* A count limit refused while decoding is payload validation (§11.2 step 12) done early:
-         * answered as the handler's refusal. Anything else is Connect's own decode error. */
+        /* A count limit or an unknown JSON field refused while decoding is payload validation
+         * (§11.2 step 12) done early: answered, counted and audited as the handler's refusal.
+         * Anything else is Connect's own decode error. */
         if (plm_err_is_refusal(&err)) {
             atomic_fetch_add(&env->counters->refused, 1);
             rpc_error(ans, &err, request_id);
+            audit_decode_refusal(&r, &err);
         } else {
             rpc_decode_failed(ans, &err, request_id);
         }

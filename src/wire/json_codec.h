@@ -11,19 +11,29 @@
 /* Parses len bytes of JSON into a new message of type desc.
  * Input rules: strict UTF-8, duplicate keys rejected, both lowerCamelCase and the proto field name
  * accepted (the same field under both spellings is a duplicate), null = zero value, unknown keys
- * ignored, int64/uint64 as number or decimal string (range checked), int32/uint32 likewise,
+ * ignored (answers: a newer daemon may add fields), int64/uint64 as number or decimal string (range checked), int32/uint32 likewise,
  * enums by name or number, bytes as standard or URL-safe base64 (padded or not), doubles as numbers
  * or "NaN"/"Infinity"/"-Infinity" (and -0 kept), nesting depth <= LIM_JSON_DEPTH, more than one
  * member of a oneof set is an error, strings containing U+0000 are an error.
- * Errors are PLM_E_INVALID with refusal PLM_REFUSAL_NONE (a decode error carries no detail); running out
- * of memory is PLM_E_INTERNAL with errnum ENOMEM. */
+ * Errors are PLM_E_INVALID with refusal PLM_REFUSAL_NONE (a decode error carries no detail), except
+ * an unknown key under WIRE_JSON_REFUSE_UNKNOWN (below); running out of memory is PLM_E_INTERNAL
+ * with errnum ENOMEM. */
 ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
                                    struct plm_err *err);
 
-/* The same, with every part of the message taken from alloc (NULL: the heap). With an arena's
- * allocator the caller releases the message by releasing the arena. */
+/* Flags of wire_json_decode_with. */
+enum {
+    /* A request: a key that names no field of its message, at any depth, is refused with
+     * PLM_E_INVALID and refusal PLM_REFUSAL_REQUEST ("unknown field project.files[0].pth (did you
+     * mean path?)"), before any field is decoded. Stricter than the reference, which drops it:
+     * docs/decisions.md, Unknown JSON fields. */
+    WIRE_JSON_REFUSE_UNKNOWN = 1u << 0,
+};
+
+/* The same, with every part of the message taken from alloc (NULL: the heap) and flags above.
+ * With an arena's allocator the caller releases the message by releasing the arena. */
 ProtobufCMessage *wire_json_decode_with(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
-                                        ProtobufCAllocator *alloc, struct plm_err *err);
+                                        ProtobufCAllocator *alloc, unsigned flags, struct plm_err *err);
 
 /* Serialises msg as compact proto3 JSON: lowerCamelCase names, zero values omitted (oneof
  * members emitted when set even if zero-valued), int64/uint64 as decimal strings, enums by name

@@ -481,6 +481,89 @@ static void test_encode_only(void)
     CHECK(wire_json_encode(NULL, NULL) == NULL);
 }
 
+/* A request decoded as the daemon decodes one, refusing unknown keys. */
+static ProtobufCMessage *dec_strict(const ProtobufCMessageDescriptor *d, const char *s)
+{
+    plm_err_clear(&err);
+    return wire_json_decode_with(d, s, strlen(s), NULL, WIRE_JSON_REFUSE_UNKNOWN, &err);
+}
+
+/* True when the strict decode refuses s as an unknown field with exactly the message want. */
+static int unknown_refused(const ProtobufCMessageDescriptor *d, const char *s, const char *want)
+{
+    ProtobufCMessage *m = dec_strict(d, s);
+    if (m) {
+        protobuf_c_message_free_unpacked(m, NULL);
+        printf("# accepted: %s\n", s);
+        return 0;
+    }
+    if (err.kind != PLM_E_INVALID || err.refusal != PLM_REFUSAL_REQUEST || strcmp(err.msg, want) != 0) {
+        printf("# %s -> kind %d refusal %d \"%s\", wanted \"%s\"\n", s, err.kind, err.refusal, err.msg, want);
+        return 0;
+    }
+    return 1;
+}
+
+static int strict_accepts(const ProtobufCMessageDescriptor *d, const char *s)
+{
+    ProtobufCMessage *m = dec_strict(d, s);
+    if (!m)
+        printf("# refused: %s: %s\n", s, err.msg);
+    protobuf_c_message_free_unpacked(m, NULL);
+    return m != NULL;
+}
+
+static void test_unknown_keys(void)
+{
+    /* the issue's case, and the same typo under other spellings */
+    CHECK(unknown_refused(RUN_REQ, "{\"protocol\":3,\"minimumIsolaton\":\"vm\",\"javascript\":{\"code\":\"1\"}}",
+                          "unknown field minimumIsolaton (did you mean minimumIsolation?)"));
+    CHECK(unknown_refused(RUN_REQ, "{\"minimum_isolaton\":\"vm\"}",
+                          "unknown field minimum_isolaton (did you mean minimumIsolation?)"));
+    CHECK(unknown_refused(RUN_REQ, "{\"MinimumIsolation\":\"vm\"}",
+                          "unknown field MinimumIsolation (did you mean minimumIsolation?)"));
+    CHECK(unknown_refused(RUN_REQ, "{\"TIMEOUT_MS\":5}", "unknown field TIMEOUT_MS (did you mean timeoutMs?)"));
+    CHECK(unknown_refused(RUN_REQ, "{\"miniumumIsolaiton\":\"vm\"}",
+                          "unknown field miniumumIsolaiton (did you mean minimumIsolation?)"));
+    /* every nesting level, named by its path */
+    CHECK(unknown_refused(RUN_REQ, "{\"project\":{\"files\":[{\"path\":\"a\"},{\"pth\":\"b\"}]}}",
+                          "unknown field project.files[1].pth (did you mean path?)"));
+    CHECK(unknown_refused(RUN_REQ, "{\"javascript\":{\"code\":\"1\",\"grant_profil\":\"x\"}}",
+                          "unknown field javascript.grant_profil (did you mean grantProfile?)"));
+    CHECK(unknown_refused(RUN_REQ, "{\"module\":{\"rows\":[{\"value\":[1]}]}}",
+                          "unknown field module.rows[0].value (did you mean values?)"));
+    CHECK(unknown_refused(RUN_REQ, "{\"cell\":{\"cod\":\"x\"}}", "unknown field cell.cod (did you mean code?)"));
+    CHECK(unknown_refused(SESSION_REQ, "{\"sessionID\":\"s\"}", "unknown field sessionID (did you mean sessionId?)"));
+    /* too far from any field: no guess */
+    CHECK(unknown_refused(RUN_REQ, "{\"softwareRule\":{\"mode\":\"\",\"identity\":[]}}",
+                          "unknown field software_rule.identity"));
+    CHECK(unknown_refused(RUN_REQ, "{\"protocol\":3,\"bogus\":{\"x\":[1]}}", "unknown field bogus"));
+    CHECK(unknown_refused(RUN_REQ, "{\"cell\":{\"cx\":1}}", "unknown field cell.cx"));
+    CHECK(unknown_refused(RUN_REQ, "{\"\":1}", "unknown field "));
+    /* a null value is still a key the caller meant to set */
+    CHECK(unknown_refused(RUN_REQ, "{\"timeoutMS\":null}", "unknown field timeoutMS (did you mean timeoutMs?)"));
+    /* key bytes are escaped and cut in the message */
+    CHECK(unknown_refused(RUN_REQ, "{\"a\\\"b\\\\\\u00e9\\n \":1}", "unknown field a\\x22b\\x5c\\xc3\\xa9\\x0a\\x20"));
+    CHECK(unknown_refused(RUN_REQ,
+                          "{\"0123456789012345678901234567890123456789012345678901234567890123456789\":1}",
+                          "unknown field 012345678901234567890123456789012345678901234567..."));
+    /* known keys pass in both spellings at every level; binary-equal to the lenient decode */
+    CHECK(strict_accepts(RUN_REQ, "{\"protocol\":3,\"minimum_isolation\":\"vm\",\"traceId\":\"t\",\"timeout_ms\":5,"
+                                  "\"software_rule\":{\"mode\":\"\",\"identities\":[\"a\"]},"
+                                  "\"project\":{\"files\":[{\"path\":\"a\",\"content\":\"b\"}],\"steps\":[\"s\"],"
+                                  "\"artifacts\":[\"x\"],\"grant_profile\":\"g\"}}"));
+    CHECK(strict_accepts(SESSION_REQ, "{\"session_id\":\"s\",\"cell\":{\"language\":\"python\",\"code\":\"1\","
+                                      "\"files\":[{\"path\":\"p\"}]},\"softwareRule\":null}"));
+    CHECK(strict_accepts(RUN_REQ, "{}"));
+    /* a known field under both spellings is still "given twice", not unknown */
+    CHECK(!strict_accepts(RUN_REQ, "{\"timeoutMs\":1,\"timeout_ms\":1}") && err.refusal == PLM_REFUSAL_NONE &&
+          strstr(err.msg, "given twice"));
+    /* malformed JSON stays a plain decode error */
+    CHECK(!strict_accepts(RUN_REQ, "{\"bogus\":") && err.refusal == PLM_REFUSAL_NONE);
+    /* answers are read leniently: a newer daemon may add fields */
+    CHECK(reencodes_to(RUN_RESP, "{\"sandbox\":\"q\",\"newField\":1}", "{\"sandbox\":\"q\"}"));
+}
+
 int main(void)
 {
     test_golden();
@@ -491,5 +574,6 @@ int main(void)
     test_bytes_and_enums();
     test_text_rules();
     test_encode_only();
+    test_unknown_keys();
     return unit_done();
 }

@@ -38,7 +38,9 @@
  * name fields from the descriptors only and never echo input text, which may be anything. */
 struct dec {
     ProtobufCAllocator *alloc; /* NULL: the heap */
+    bool refuse_unknown;       /* WIRE_JSON_REFUSE_UNKNOWN: a request, not an answer */
     bool oom;
+    bool unknown; /* the failure is an unknown key: path ends in it, why holds the suggestion */
     char path[224];
     char why[160];
 };
@@ -286,6 +288,32 @@ static int get_string(const json_t *v, const ProtobufCFieldDescriptor *f, char *
 static ProtobufCMessage *decode_message(const ProtobufCMessageDescriptor *desc, const json_t *obj,
                                         unsigned depth, struct dec *d);
 
+/* Refuses the first key of obj that names no field of desc, in either spelling. The error path
+ * ends in the key, quoted safely, and why holds the suggestion (json_unknown.c says what
+ * "nearest" means). Runs before the message is allocated, so a refusal owns nothing. */
+static int check_keys(const ProtobufCMessageDescriptor *desc, const json_t *obj, struct dec *d)
+{
+    const char *key;
+    size_t key_len;
+    json_t *v;
+    json_object_keylen_foreach((json_t *)obj, key, key_len, v) {
+        (void)v;
+        if (wire_json_field_by_key(desc, key, key_len))
+            continue;
+        d->unknown = true;
+        wire_json_quote_key(key, key_len, d->path, sizeof d->path);
+        const ProtobufCFieldDescriptor *near = wire_json_nearest_field(desc, key, key_len);
+        char name[96];
+        size_t n = near ? camel_name(near->name, name, sizeof name) : sizeof name;
+        if (n < sizeof name) {
+            name[n] = '\0';
+            return dec_fail(d, " (did you mean %s?)", name);
+        }
+        d->why[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
 
 /* Accepted range per integer kind; an enum number is an int32 (proto3 enums are open). */
 static const struct {
@@ -449,7 +477,8 @@ static int decode_field(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, 
 }
 
 /* Field-driven, so the cost is a hash lookup per descriptor field however many unknown keys
- * the object carries; unknown keys are ignored (wire.md §6). */
+ * the object carries. Unknown keys are ignored (wire.md §6) unless the caller decodes a request,
+ * where check_keys() refuses the first one before any field is decoded. */
 static ProtobufCMessage *decode_message(const ProtobufCMessageDescriptor *desc, const json_t *obj,
                                         unsigned depth, struct dec *d)
 {
@@ -459,6 +488,8 @@ static ProtobufCMessage *decode_message(const ProtobufCMessageDescriptor *desc, 
         dec_fail(d, "nested deeper than %d", LIM_JSON_DEPTH);
         return NULL;
     }
+    if (d->refuse_unknown && check_keys(desc, obj, d) < 0)
+        return NULL;
     ProtobufCMessage *m = dec_alloc(d, desc->sizeof_message);
     if (!m) {
         dec_oom(d);
@@ -564,11 +595,12 @@ static const char *json_error_text(enum json_error_code c)
 ProtobufCMessage *wire_json_decode(const ProtobufCMessageDescriptor *desc, const char *json,
                                    size_t len, struct plm_err *err)
 {
-    return wire_json_decode_with(desc, json, len, NULL, err);
+    return wire_json_decode_with(desc, json, len, NULL, 0, err);
 }
 
 ProtobufCMessage *wire_json_decode_with(const ProtobufCMessageDescriptor *desc, const char *json,
-                                        size_t len, ProtobufCAllocator *alloc, struct plm_err *err)
+                                        size_t len, ProtobufCAllocator *alloc, unsigned flags,
+                                        struct plm_err *err)
 {
     /* The largest text any caller reads is a client's response cap (§5.3); requests are capped
      * lower before they get here. Checked before anything is allocated. */
@@ -610,11 +642,13 @@ ProtobufCMessage *wire_json_decode_with(const ProtobufCMessageDescriptor *desc, 
         plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "JSON: top level is not an object");
         return NULL;
     }
-    struct dec d = { .alloc = alloc };
+    struct dec d = { .alloc = alloc, .refuse_unknown = flags & WIRE_JSON_REFUSE_UNKNOWN };
     ProtobufCMessage *m = decode_message(desc, root, 1, &d);
     if (!m) {
         if (d.oom)
             plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "JSON: out of memory");
+        else if (d.unknown) /* a request the caller can fix: refused as payload validation is */
+            plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "unknown field %s%s", d.path, d.why);
         else
             plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "field \"%s\": %s", d.path, d.why);
     }

@@ -66,3 +66,15 @@ static const size_t kind_size[] __attribute__((unused)) = {
     [K_BOOL] = sizeof(protobuf_c_boolean), [K_ENUM] = sizeof(int), [K_STRING] = sizeof(char *),
     [K_BYTES] = sizeof(ProtobufCBinaryData), [K_MESSAGE] = sizeof(ProtobufCMessage *),
 };
+
+/* json_unknown.c. The field key names in desc, under its proto name or its JSON (lowerCamel)
+ * name, or NULL. */
+const ProtobufCFieldDescriptor *wire_json_field_by_key(const ProtobufCMessageDescriptor *desc, const char *key,
+                                                       size_t len);
+/* The field an unknown key most likely meant, or NULL when none is near (the rule is in
+ * json_unknown.c and docs/decisions.md). */
+const ProtobufCFieldDescriptor *wire_json_nearest_field(const ProtobufCMessageDescriptor *desc, const char *key,
+                                                        size_t len);
+/* Writes key into out (cap bytes, NUL-terminated) as printable ASCII: other bytes, '"' and '\\'
+ * as \xNN, at most 48 key bytes then "...". */
+void wire_json_quote_key(const char *key, size_t len, char *out, size_t cap);

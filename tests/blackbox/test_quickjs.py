@@ -148,6 +148,36 @@ class QuickJS(WireCase):
         r = self.run_js("console.log(1)", minimumIsolation="process")
         self.assertEqual(out(r), b"1\n")
 
+    def test_misspelled_floor_refused_nothing_ran(self):
+        """Issue 19: a misspelled floor over JSON once ran below it; now it is refused unread."""
+        before = self.d.metrics()
+        ans = self.d.call("Run", js("console.log(1)", minimumIsolaton="vm"))
+        body = self.assertRefused(ans, "invalid_argument", "request", 400)
+        self.assertEqual(body["message"], "unknown field minimumIsolaton (did you mean minimumIsolation?)")
+        rid = ans[3]
+        lines = self.d.wait_events("run", lambda e: e.get("request_id") == rid)
+        self.assertEqual(len(lines), 1, lines)
+        self.assertEqual((lines[0]["outcome"], lines[0]["reason"], lines[0]["stage"]), ("refused", "request", "decode"))
+        after = self.d.metrics()
+        self.assertEqual(after["plimsoll_runs_total"], before["plimsoll_runs_total"])  # nothing dispatched
+        self.assertEqual(after["plimsoll_refused_total"], before["plimsoll_refused_total"] + 1)
+        # at any depth, in either spelling of the enclosing field; a far-off key gets no guess
+        body = self.assertRefused(self.d.call("Run", {"protocol": 3, "javascript": {"code": "1", "grant_profil": "x"}}),
+                                  "invalid_argument", "request", 400)
+        self.assertEqual(body["message"], "unknown field javascript.grant_profil (did you mean grantProfile?)")
+        body = self.assertRefused(self.d.call("Run", js("1", extra={"a": 1})), "invalid_argument", "request", 400)
+        self.assertEqual(body["message"], "unknown field extra")
+        # a newer protocol's fields are unknown here by definition: the protocol refusal says more
+        body = self.assertRefused(self.d.call("Run", js("1", protocol=4, newField={"a": 1})),
+                                  "unimplemented", "protocol", 501)
+        self.assertIn("protocol 3 and the request states 4", body["message"])
+        self.assertEqual(self.d.metrics()["plimsoll_runs_total"], before["plimsoll_runs_total"])
+        # both spellings of every known field still run
+        st, _, data, _ = self.d.call("Run", js("console.log(2)", minimum_isolation="process", trace_id="t-19",
+                                               timeout_ms=5000))
+        self.assertEqual(st, 200, data)  # (the harness's digest reads only the lowerCamel names)
+        self.assertEqual(out(json.loads(data)), b"2\n")
+
     def test_project_unsupported_after_floor(self):
         proj = {"protocol": 3, "project": {"steps": ["echo hi"]}}
         self.assertRefused(self.d.call("Run", proj), "unimplemented", "unsupported", 501)
