@@ -26,7 +26,7 @@ mcp         fuzz_mcp
 posture     fuzz_docker_posture
 microvm     fuzz_microvm_frames
 e2b_cellscan fuzz_e2b_cellscan
-respframe   fuzz_respframe
+hostcheck   fuzz_hostcheck
 sessframe   fuzz_docker_sessframe
 '
 

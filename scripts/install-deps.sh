@@ -3,7 +3,7 @@
 # all present; otherwise one apt-get update and one install. Run as root on Debian bookworm.
 set -eu
 pkgs="gcc make pkg-config meson ninja-build clang libclang-rt-14-dev python3 xz-utils ca-certificates curl
-      libmicrohttpd-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev
+      libjansson-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev
       libssl-dev libgnutls28-dev openssl libseccomp-dev nodejs chromium mandoc man-db systemd
       qemu-system-x86 busybox-static e2fsprogs"
 missing=""

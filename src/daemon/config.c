@@ -5,6 +5,7 @@
 #include "config.h"
 #include "config_table.h"
 #include "hardened.h"
+#include "../server/hostcheck.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -31,6 +32,7 @@ static const struct var vars[] = {
     {"PLIMSOLL_GRANTS_FILE", "-", "host-API grant profiles (docs/grants.md); a bad file stops startup"},
     {"PLIMSOLL_GUARD_ADDR", "-", "e2b egress-guard listener (host:port); required with E2B_GUARD_URL, e2b only"},
     {"PLIMSOLL_UI", "0", "1 serves the read-only run-card page on GET / and /ui (docs/ui.md)"},
+    {"PLIMSOLL_ALLOWED_HOSTS", "-", "extra Host names the listeners answer (name or name:port, comma-separated); without a token only localhost, 127.0.0.1, [::1] and the listener's address; with one, setting it turns the Host check on"},
     {"SANDBOX_PROVIDER", "disabled", "disabled | quickjs (alias wasm) | docker | microvm | e2b"},
     {"SANDBOX_MIN_ISOLATION", "-", "refuse to start when the provider's proven tier is below this"},
     {"SANDBOX_MAX_CONCURRENT", "8", "global run concurrency, 1-1024; also sizes the worker pool"},
@@ -185,6 +187,12 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
         if (strcmp(v, "1") && strcmp(v, "0"))
             return CFG_ERR(err, "PLIMSOLL_UI=\"%s\": expected 1 or 0", v);
         c->ui = strcmp(v, "1") == 0;
+    }
+    if ((v = nonempty(get, "PLIMSOLL_ALLOWED_HOSTS"))) {
+        char why[300];
+        if (hostcheck_parse_list(v, why, sizeof why) < 0)
+            return CFG_ERR(err, "PLIMSOLL_ALLOWED_HOSTS=\"%s\": %s", v, why);
+        c->allowed_hosts = v;
     }
     if ((v = nonempty(get, "PLIMSOLL_LOG_FORMAT"))) {
         if (strcmp(v, "json") && strcmp(v, "text"))

@@ -17,6 +17,7 @@ enum cfg_accel { CFG_ACCEL_AUTO, CFG_ACCEL_KVM, CFG_ACCEL_TCG };
 struct plm_config {
     const char *addr;
     const char *metrics_addr;
+    const char *allowed_hosts; /* PLIMSOLL_ALLOWED_HOSTS, checked; NULL: unset */
     const char *token;
     const char *clients_file;
     const char *grants_file;

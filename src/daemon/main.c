@@ -198,7 +198,8 @@ int main(int argc, char **argv)
     struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
                             .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters,
                                     .sessions = sessions, .ring = ring},
-                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024, .ui = cfg.ui, .tls = tls};
+                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024, .ui = cfg.ui,
+                            .allowed_hosts = cfg.allowed_hosts, .tls = tls};
     srv = srv_start(&sc, &err);
     if (!srv) {
         die("listener", &err);

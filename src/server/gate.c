@@ -1,6 +1,9 @@
 /* gate.c: see gate.h. This file accepts connections, keeps the per-peer table and the timers,
- * and runs the thread; relay.c moves one connection's bytes.
- * Timers: every connection has at most one deadline (relay_deadline). Rather than a heap, the
+ * runs the thread and takes the workers' answers back; conn.c handles one connection.
+ * Epoll events carry the slot's generation beside its index (event_id): an event that was
+ * already in a batch for a connection closed earlier in the same batch, whose slot a new
+ * connection then took, no longer matches and is dropped.
+ * Timers: every connection has at most one deadline (conn_deadline). Rather than a heap, the
  * thread keeps `next_timer`, a time before which no deadline falls, lowered whenever a
  * connection's deadline moves earlier (gate_timer_at); only when it passes is the table scanned
  * (deadlines are seconds apart, so that is rare). */
@@ -11,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +28,7 @@
 #define PEER_BUCKETS (sizeof ((struct gate *)0)->buckets / sizeof(struct peer *))
 #define ID_LISTEN UINT64_MAX
 #define ID_WAKE (UINT64_MAX - 1)
+#define ID_DONE (UINT64_MAX - 2)
 enum { GATE_CMD_NONE, GATE_CMD_QUIESCE, GATE_CMD_STOP };
 
 struct peer {
@@ -123,8 +128,7 @@ static void on_accept(struct gate *g)
             }
             return;
         }
-        /* MHD writes an answer's head and body separately; relayed as they come, the second
-         * small segment would wait for the client's delayed ACK (40 ms) under Nagle. */
+        /* an answer is one write, but a 100 Continue and its final answer are two */
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct peer_key k;
@@ -143,20 +147,22 @@ static void on_accept(struct gate *g)
             i++;
         struct conn *c = &g->conns[i];
         bool queued = c->again; /* a closed predecessor may still be on the again list */
+        uint32_t gen = c->gen + 1;
         memset(c, 0, sizeof *c);
         c->again = queued;
-        c->cfd = fd;
-        c->mfd = -1;
+        c->gen = gen;
+        c->fd = fd;
         c->key = k;
-        c->addr = ss;
-        c->alen = sl;
+        socklen_t ll = sizeof c->local;
+        if (getsockname(fd, (struct sockaddr *)&c->local, &ll) < 0)
+            c->local.ss_family = AF_UNSPEC;
         if (g->cfg.tls && !(c->tls = tls_conn_new(g->cfg.tls, fd))) {
             gate_peer_release(g, &k);
             close(fd);
             continue;
         }
         g->n_conns++;
-        relay_start(g, c);
+        conn_start(g, c);
     }
 }
 
@@ -183,11 +189,11 @@ static void run_timers(struct gate *g)
         struct conn *c = &g->conns[i];
         if (c->st == C_FREE)
             continue;
-        uint64_t d = relay_deadline(g, c);
+        uint64_t d = conn_deadline(g, c);
         if (d <= now)
-            relay_expire(g, c, now);
+            conn_expire(g, c, now);
         if (c->st != C_FREE)
-            gate_timer_at(g, relay_deadline(g, c));
+            gate_timer_at(g, conn_deadline(g, c));
     }
 }
 
@@ -214,9 +220,54 @@ static bool on_command(struct gate *g)
         stop_listening(g);
         for (unsigned i = 0; i < g->cap; i++)
             if (g->conns[i].st != C_FREE)
-                relay_drain(g, &g->conns[i]);
+                conn_drain(g, &g->conns[i]);
     }
     return true;
+}
+
+/* Answers from the worker threads, in the order they finished. */
+static void on_done(struct gate *g)
+{
+    uint64_t v;
+    (void)!read(g->done_fd, &v, sizeof v);
+    pthread_mutex_lock(&g->done_mu);
+    struct gate_req *list = g->done_head;
+    g->done_head = NULL;
+    pthread_mutex_unlock(&g->done_mu);
+    while (list) {
+        struct gate_req *rq = list;
+        list = rq->next;
+        struct conn *c = rq->conn_index < g->cap ? &g->conns[rq->conn_index] : NULL;
+        if (c && c->gen == rq->conn_gen && c->st == C_WORK)
+            conn_on_done(g, c, rq);
+        else
+            gate_req_free(g, rq); /* its connection closed meanwhile */
+    }
+}
+
+static void work_main(struct work_item *w)
+{
+    struct gate_req *rq = (struct gate_req *)((char *)w - offsetof(struct gate_req, work));
+    struct gate *g = rq->gate;
+    g->cfg.handler.work(g->cfg.handler.cls, rq);
+    pthread_mutex_lock(&g->done_mu);
+    rq->next = g->done_head;
+    g->done_head = rq;
+    pthread_mutex_unlock(&g->done_mu);
+    uint64_t one = 1;
+    (void)!write(g->done_fd, &one, sizeof one);
+}
+
+int gate_submit(struct gate *g, struct conn *c, struct gate_req *rq)
+{
+    rq->gate = g;
+    rq->conn_index = (unsigned)(c - g->conns);
+    rq->conn_gen = c->gen;
+    rq->work.fn = work_main;
+    if (workers_submit(g->cfg.workers, &rq->work) < 0)
+        return -1;
+    c->st = C_WORK;
+    return 0;
 }
 
 static void *gate_main(void *arg)
@@ -240,8 +291,12 @@ static void *gate_main(void *arg)
                     return NULL;
             } else if (id == ID_LISTEN) {
                 on_accept(g);
-            } else if ((id >> 1) < g->cap && g->conns[id >> 1].st != C_FREE) {
-                relay_on_event(g, &g->conns[id >> 1], id & 1, evs[k].events);
+            } else if (id == ID_DONE) {
+                on_done(g);
+            } else {
+                unsigned i = (unsigned)(id & 0xffffffffu);
+                if (i < g->cap && g->conns[i].st != C_FREE && g->conns[i].gen == (uint32_t)(id >> 32))
+                    conn_on_event(g, &g->conns[i], evs[k].events);
             }
         }
         /* connections that stopped on their byte budget with more to move */
@@ -252,7 +307,7 @@ static void *gate_main(void *arg)
             head = g->again_next[head - 1];
             c->again = false;
             if (c->st != C_FREE)
-                relay_pump(g, c);
+                conn_pump(g, c);
         }
     }
 }
@@ -267,7 +322,8 @@ struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
     g->cfg = *cfg;
     if (!g->cfg.header_ms)
         g->cfg.header_ms = LIM_HEADER_READ_MS;
-    g->ep = g->wake_fd = -1;
+    g->ep = g->wake_fd = g->done_fd = -1;
+    pthread_mutex_init(&g->done_mu, NULL);
     g->cap = cfg->max_conns ? cfg->max_conns : 1;
     g->next_timer = UINT64_MAX;
     g->conns = calloc(g->cap, sizeof *g->conns);
@@ -282,15 +338,16 @@ struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
     return g;
 }
 
-int gate_run(struct gate *g, struct MHD_Daemon *mhd, struct plm_err *err)
+int gate_run(struct gate *g, struct plm_err *err)
 {
-    g->mhd = mhd;
     g->ep = epoll_create1(EPOLL_CLOEXEC);
     g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    g->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     int fl = g->cfg.listen_fd;
-    struct epoll_event l = {.events = EPOLLIN, .data.u64 = ID_LISTEN}, s = {.events = EPOLLIN, .data.u64 = ID_WAKE};
-    if (g->ep < 0 || g->wake_fd < 0 || epoll_ctl(g->ep, EPOLL_CTL_ADD, fl, &l) < 0 ||
-        epoll_ctl(g->ep, EPOLL_CTL_ADD, g->wake_fd, &s) < 0)
+    struct epoll_event l = {.events = EPOLLIN, .data.u64 = ID_LISTEN}, s = {.events = EPOLLIN, .data.u64 = ID_WAKE},
+                       d = {.events = EPOLLIN, .data.u64 = ID_DONE};
+    if (g->ep < 0 || g->wake_fd < 0 || g->done_fd < 0 || epoll_ctl(g->ep, EPOLL_CTL_ADD, fl, &l) < 0 ||
+        epoll_ctl(g->ep, EPOLL_CTL_ADD, g->wake_fd, &s) < 0 || epoll_ctl(g->ep, EPOLL_CTL_ADD, g->done_fd, &d) < 0)
         return plm_fail(err, errno, PLM_E_INTERNAL, "%s: epoll: %s", g->cfg.name, strerror(errno));
     /* the accept loop drains the backlog until EAGAIN: the listening socket must not block */
     int flags = fcntl(fl, F_GETFL);
@@ -329,7 +386,7 @@ void gate_stop(struct gate *g)
     }
     for (unsigned i = 0; i < g->cap; i++)
         if (g->conns[i].st != C_FREE)
-            relay_close(g, &g->conns[i]);
+            conn_close(g, &g->conns[i]);
     if (g->cfg.listen_fd >= 0)
         close(g->cfg.listen_fd);
     g->cfg.listen_fd = -1;
@@ -345,6 +402,13 @@ void gate_free(struct gate *g)
         close(g->ep);
     if (g->wake_fd >= 0)
         close(g->wake_fd);
+    if (g->done_fd >= 0)
+        close(g->done_fd);
+    for (struct gate_req *rq = g->done_head, *next; rq; rq = next) { /* answers nobody will take */
+        next = rq->next;
+        gate_req_free(g, rq);
+    }
+    pthread_mutex_destroy(&g->done_mu);
     for (unsigned b = 0; b < PEER_BUCKETS; b++)
         for (struct peer *p = g->buckets[b], *next; p; p = next) {
             next = p->next;

@@ -1,27 +1,30 @@
-/* http.c: the HTTP layer of wire.md §11.1 on libmicrohttpd, one thread per connection so a long
- * run never blocks another caller.
- * Owns: one struct req per HTTP request (body buffer, request id), freed in on_completed.
- * Trusts: nothing from the peer. Invariant: authentication and the body limit are decided on the
- * first callback, before any body byte is read; every answer echoes a valid Plimsoll-Request-Id;
- * answers written before a procedure handler carry Plimsoll-Not-Dispatched. */
-#include <arpa/inet.h>
+/* http.c: the HTTP layer of wire.md §11.1 on the gate (gate.h): routing, the Host check,
+ * authentication, the declared length and content type, decode slots, then the procedures.
+ * What never waits is answered on the listener's loop thread: refusals before a body, /healthz,
+ * Describe, and a Run's decode, checks and admission (rpc_run_begin), so a refusal below the
+ * floor never reaches a worker. Provider work (an admitted Run's dispatch, sessions, /readyz's
+ * preflight), the UI page and any body over INLINE_BODY_MAX go to a worker thread (workers.h).
+ * Owns: one struct req per request (its decode slot, its admitted run), released in on_done.
+ * Trusts: nothing from the peer. Invariant: the Host check, authentication and the body limit
+ * are decided on the head, before any body byte is read; every answer echoes a valid
+ * Plimsoll-Request-Id; answers written before a procedure handler carry Plimsoll-Not-Dispatched. */
 #include <ctype.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "../core/hostport.h"
-#include "../core/buf.h"
-#include "../core/clock.h"
 #include "../core/limits.h"
 #include "../wire/connect_error.h"
 #include "gate.h"
+#include "hostcheck.h"
 #include "metrics.h"
 #include "server.h"
 #include "session_rpc.h"
@@ -29,15 +32,18 @@
 #include "ui.h"
 
 #define RPC_PREFIX "/plimsoll.v1.SandboxService/"
+#define INLINE_BODY_MAX (64u * 1024) /* a larger body is decoded on a worker, not the loop */
+#define GATE_CONNS 16384u            /* connections held at once per listener (idle ones cost ~300 B) */
 
 struct srv {
-    struct MHD_Daemon *mhd;
-    struct MHD_Daemon *metrics;
-    struct gate *gate, *metrics_gate; /* each listener's front door (gate.h) */
+    struct gate *gate, *metrics_gate;
     struct srv_config cfg;
     uint16_t port, metrics_port;
     struct slots decode; /* decode slots, global and per caller */
     atomic_uint active;  /* requests inside a procedure handler */
+    struct workers workers;
+    bool workers_ok;
+    bool host_check; /* open mode, or PLIMSOLL_ALLOWED_HOSTS set */
 };
 
 enum route { R_NONE, R_RUN, R_DESCRIBE, R_OPEN_SESSION, R_SESSION_RUN, R_CLOSE_SESSION, R_HEALTHZ, R_READYZ, R_UI };
@@ -47,49 +53,15 @@ struct req {
     enum route route;
     enum rpc_fmt fmt;
     struct principal who;
-    struct plm_buf body; /* capped at LIM_BODY_MAX */
-    size_t declared; /* Content-Length, 0 when absent: the body buffer is sized once from it */
     bool holds_decode_slot;
-    bool answered;
-    bool deferred; /* a body-less health or UI request, answered on MHD's second call */
-    uint64_t body_deadline_ms; /* the whole body must arrive by then (wire.md §18: 30 s) */
+    struct rpc_run *run; /* admitted on the loop, dispatched on a worker */
 };
 
-static int header_count_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static void read_request_id(const struct gate_req *rq, struct req *r)
 {
-    (void)kind;
-    (void)value;
-    struct {
-        const char *name;
-        unsigned n;
-        const char *last;
-    } *c = cls;
-    if (strcasecmp(key, c->name) == 0) {
-        c->n++;
-        c->last = value;
-    }
-    return MHD_YES;
-}
-
-/* Returns the value of a header sent exactly once, else NULL; *n gets the count. */
-static const char *single_header(struct MHD_Connection *conn, const char *name, unsigned *n)
-{
-    struct {
-        const char *name;
-        unsigned n;
-        const char *last;
-    } c = {name, 0, NULL};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, (MHD_KeyValueIterator)header_count_iter, &c);
-    if (n)
-        *n = c.n;
-    return c.n == 1 ? c.last : NULL;
-}
-
-static void read_request_id(struct MHD_Connection *conn, struct req *r)
-{
-    const char *v = single_header(conn, "Plimsoll-Request-Id", NULL);
+    char v[40];
     r->request_id[0] = 0;
-    if (!v || strlen(v) != 32)
+    if (!gate_req_header_str(rq, "Plimsoll-Request-Id", v, sizeof v, NULL) || strlen(v) != 32)
         return;
     for (int i = 0; i < 32; i++)
         if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
@@ -97,64 +69,60 @@ static void read_request_id(struct MHD_Connection *conn, struct req *r)
     memcpy(r->request_id, v, 33);
 }
 
-static enum MHD_Result send_answer(struct MHD_Connection *conn, struct req *r, unsigned status,
-                                   const char *ctype, char *body, size_t len, const char *not_dispatched)
+static enum gate_next send_answer(struct gate_req *rq, struct req *r, unsigned status, const char *ctype, char *body,
+                                  size_t len, const char *not_dispatched)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, body ? body : (void *)"", body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
+    if (!body && len) {
+        gate_resp_text(&rq->resp, 500, "out of memory\n");
+        return GATE_ANSWER;
     }
-    MHD_add_response_header(resp, "Content-Type", ctype);
+    gate_resp_set(&rq->resp, status, ctype, body, len, body != NULL);
     if (r->request_id[0])
-        MHD_add_response_header(resp, "Plimsoll-Request-Id", r->request_id);
+        gate_resp_header(&rq->resp, "Plimsoll-Request-Id", r->request_id);
     if (not_dispatched)
-        MHD_add_response_header(resp, "Plimsoll-Not-Dispatched", not_dispatched);
-    enum MHD_Result rc = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    r->answered = true;
-    return rc;
+        gate_resp_header(&rq->resp, "Plimsoll-Not-Dispatched", not_dispatched);
+    return GATE_ANSWER;
 }
 
-static enum MHD_Result send_text(struct MHD_Connection *conn, struct req *r, unsigned status, const char *text,
-                                 const char *not_dispatched)
+static enum gate_next send_text(struct gate_req *rq, struct req *r, unsigned status, const char *text)
 {
-    char *b = strdup(text);
-    return send_answer(conn, r, status, "text/plain; charset=utf-8", b, b ? strlen(b) : 0, not_dispatched);
+    gate_resp_text(&rq->resp, status, text);
+    if (r->request_id[0])
+        gate_resp_header(&rq->resp, "Plimsoll-Request-Id", r->request_id);
+    return GATE_ANSWER;
 }
 
 /* A Connect error written before any procedure handler ran. */
-static enum MHD_Result send_pre_handler(struct MHD_Connection *conn, struct req *r, unsigned status,
-                                        const char *code, const char *msg, enum plm_refusal detail,
-                                        const char *header_reason)
+static enum gate_next send_pre_handler(struct gate_req *rq, struct req *r, unsigned status, const char *code,
+                                       const char *msg, enum plm_refusal detail, const char *header_reason)
 {
     size_t len = 0;
     char *body = wire_connect_error_json(code, msg, detail, &len);
     if (status == 0)
         status = wire_connect_status(code);
-    return send_answer(conn, r, status, "application/json", body, len, header_reason);
+    return send_answer(rq, r, status, "application/json", body, len, header_reason);
 }
 
-static enum MHD_Result send_rpc_answer(struct MHD_Connection *conn, struct req *r, struct rpc_answer *a)
+static enum gate_next send_rpc_answer(struct gate_req *rq, struct req *r, struct rpc_answer *a)
 {
     const char *ctype = a->status == 200 && a->fmt == RPC_PROTO ? "application/proto" : "application/json";
     const char *nd = a->pre_handler ? plm_refusal_name(a->header_reason) : NULL;
     char *body = a->body;
     a->body = NULL;
-    return send_answer(conn, r, a->status ? a->status : 500, ctype, body, a->len, nd);
+    if (!body)
+        return send_text(rq, r, 500, "out of memory\n");
+    return send_answer(rq, r, a->status ? a->status : 500, ctype, body, a->len, nd);
 }
 
-static enum route route_of(const char *method, const char *url)
+static enum route route_of(const char *path)
 {
-    if (strcmp(url, "/healthz") == 0)
+    if (strcmp(path, "/healthz") == 0)
         return R_HEALTHZ;
-    if (strcmp(url, "/readyz") == 0)
+    if (strcmp(path, "/readyz") == 0)
         return R_READYZ;
-    if (strncmp(url, RPC_PREFIX, strlen(RPC_PREFIX)) != 0)
+    if (strncmp(path, RPC_PREFIX, strlen(RPC_PREFIX)) != 0)
         return R_NONE;
-    const char *proc = url + strlen(RPC_PREFIX);
-    (void)method;
+    const char *proc = path + strlen(RPC_PREFIX);
     if (strcmp(proc, "Run") == 0)
         return R_RUN;
     if (strcmp(proc, "Describe") == 0)
@@ -183,54 +151,64 @@ static int content_format(const char *ct, enum rpc_fmt *fmt)
     return -1;
 }
 
-static enum MHD_Result first_call(struct srv *s, struct MHD_Connection *conn, struct req *r, const char *method,
-                                  const char *url)
+/* The Host check (hostcheck.h): NULL when the request may go on, else the status to answer. An
+ * HTTP/1.1 request must carry exactly one Host whatever the mode (RFC 9112 §3.2). */
+static unsigned host_refusal(const struct srv *s, const struct gate_req *rq)
 {
-    struct plm_err err = {0};
-    if (r->route == R_UI) { /* PLIMSOLL_UI=1: the read-only page answers in full (ui_http.c) */
-        r->answered = true;
-        return ui_answer(&s->cfg, conn, method, url);
-    }
-    if (r->route == R_HEALTHZ || r->route == R_READYZ) {
-        if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-            return send_text(conn, r, 405, "method not allowed\n", NULL);
-        if (r->route == R_HEALTHZ)
-            return send_text(conn, r, 200, "ok\n", NULL);
-        struct plm_provider *p = s->cfg.env.provider;
-        if (p->ops->preflight && p->ops->preflight(p, &err) < 0) {
-            metrics_readyz_failed(err.msg);
-            return send_text(conn, r, 503, "not ready", NULL);
-        }
-        return send_text(conn, r, 200, "ready\n", NULL);
-    }
-    if (r->route == R_NONE)
-        return send_pre_handler(conn, r, 404, "unimplemented", "no such procedure", PLM_REFUSAL_NONE, "unsupported");
-    if (strcmp(method, "POST") != 0)
-        return send_pre_handler(conn, r, 405, "invalid_argument", "procedures take POST", PLM_REFUSAL_NONE, "request");
+    const char *h = NULL;
+    size_t hl = 0;
+    unsigned n = gate_req_header(rq, "Host", &h, &hl);
+    if (n > 1 || (n == 0 && !rq->http10))
+        return 400;
+    if (!s->host_check)
+        return 0;
+    return n == 1 && hostcheck_ok(h, hl, rq->local, s->cfg.allowed_hosts) ? 0 : 421;
+}
 
+static enum gate_next refuse_host(struct gate_req *rq, struct req *r, unsigned status)
+{
+    if (status == 400)
+        return send_text(rq, r, 400, "an HTTP/1.1 request carries exactly one Host\n");
+    return send_pre_handler(rq, r, 421, "permission_denied",
+                            "misdirected request: Host does not name this daemon (localhost, 127.0.0.1, [::1], the "
+                            "listener's address, or an entry of PLIMSOLL_ALLOWED_HOSTS)",
+                            PLM_REFUSAL_NONE, "request");
+}
+
+static bool is_cross_site(const struct gate_req *rq)
+{
+    const char *v;
+    size_t vl;
+    return gate_req_header(rq, "Sec-Fetch-Site", &v, &vl) && vl == 10 && strncasecmp(v, "cross-site", 10) == 0;
+}
+
+/* A procedure's head: method, origin, authentication, length, type, decode slot. */
+static enum gate_next procedure_head(struct srv *s, struct gate_req *rq, struct req *r)
+{
+    if (strcmp(rq->method, "POST") != 0)
+        return send_pre_handler(rq, r, 405, "invalid_argument", "procedures take POST", PLM_REFUSAL_NONE, "request");
+    /* A browser says where a request comes from: no page on another site may call a procedure,
+     * token or not (DNS rebinding aside, a sandbox is never a cross-site API). */
+    if (is_cross_site(rq))
+        return send_pre_handler(rq, r, 403, "permission_denied", "cross-site requests are refused (Sec-Fetch-Site)",
+                                PLM_REFUSAL_NONE, "request");
     /* Authentication before a single body byte is read (§11.2 step 2). */
+    struct plm_err err = {0};
+    char authz_buf[LIM_TOKEN_MAX + 16];
     unsigned n_auth = 0;
-    const char *authz = single_header(conn, MHD_HTTP_HEADER_AUTHORIZATION, &n_auth);
-    if (n_auth > 1)
-        authz = NULL;
-    if (auth_authenticate(s->cfg.auth, authz, n_auth, &r->who, &err) < 0 ||
-        auth_require_run_scope(&r->who, &err) < 0)
-        return send_pre_handler(conn, r, 0, wire_connect_code(err.kind), err.msg, err.refusal,
+    const char *authz = gate_req_header_str(rq, "Authorization", authz_buf, sizeof authz_buf, &n_auth);
+    if (auth_authenticate(s->cfg.auth, authz, n_auth, &r->who, &err) < 0 || auth_require_run_scope(&r->who, &err) < 0)
+        return send_pre_handler(rq, r, 0, wire_connect_code(err.kind), err.msg, err.refusal,
                                 plm_refusal_name(err.refusal));
-
     /* The declared length is checked before the body is read. */
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(cl, &end, 10);
-        if (errno || *end || end == cl || v > LIM_BODY_MAX)
-            return send_pre_handler(conn, r, 0, "invalid_argument", "request body exceeds 8 MiB",
-                                    PLM_REFUSAL_REQUEST, "request");
-        r->declared = (size_t)v;
+    if (rq->content_length > LIM_BODY_MAX) {
+        rq->resp.close = true;
+        return send_pre_handler(rq, r, 0, "invalid_argument", "request body exceeds 8 MiB", PLM_REFUSAL_REQUEST,
+                                "request");
     }
-    if (content_format(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE), &r->fmt) < 0)
-        return send_pre_handler(conn, r, 415, "invalid_argument",
+    char ct[128];
+    if (content_format(gate_req_header_str(rq, "Content-Type", ct, sizeof ct, NULL), &r->fmt) < 0)
+        return send_pre_handler(rq, r, 415, "invalid_argument",
                                 "content type must be application/json or application/proto", PLM_REFUSAL_NONE,
                                 "request");
     /* Bodies held at once are bounded, and so are one caller's: beyond that shed instead of
@@ -238,17 +216,41 @@ static enum MHD_Result first_call(struct srv *s, struct MHD_Connection *conn, st
     enum slots_verdict v = slots_acquire(&s->decode, r->who.id);
     if (v != SLOTS_OK) {
         metrics_shed("decode");
-        return send_pre_handler(conn, r, 0, "resource_exhausted",
+        return send_pre_handler(rq, r, 0, "resource_exhausted",
                                 v == SLOTS_FULL ? "RPC decode capacity exhausted, retry shortly"
                                                 : "per-caller RPC decode limit reached, retry shortly",
                                 PLM_REFUSAL_CAPACITY, "capacity");
     }
     r->holds_decode_slot = true;
-    /* The body read is bounded in total, not per byte: MHD's idle timeout restarts on every
-     * byte, so it is re-armed to what is left of the deadline on every chunk (on_request). */
-    r->body_deadline_ms = clock_mono_ms() + LIM_BODY_READ_MS;
-    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(LIM_BODY_READ_MS / 1000));
-    return MHD_YES;
+    return GATE_BODY;
+}
+
+static enum gate_next rpc_on_head(void *cls, struct gate_req *rq)
+{
+    struct srv *s = cls;
+    struct req *r = calloc(1, sizeof *r);
+    if (!r) {
+        gate_resp_text(&rq->resp, 503, "out of memory, retry shortly\n");
+        return GATE_ANSWER;
+    }
+    rq->state = r;
+    read_request_id(rq, r);
+    unsigned host = host_refusal(s, rq);
+    if (host)
+        return refuse_host(rq, r, host);
+    r->route = s->cfg.ui && ui_route(rq->path) ? R_UI : route_of(rq->path);
+    if (r->route == R_UI)
+        return GATE_WORK; /* PLIMSOLL_UI=1: the read-only page answers in full (ui_http.c) */
+    if (r->route == R_HEALTHZ || r->route == R_READYZ) {
+        if (strcmp(rq->method, "GET") && strcmp(rq->method, "HEAD"))
+            return send_text(rq, r, 405, "method not allowed\n");
+        if (r->route == R_HEALTHZ)
+            return send_text(rq, r, 200, "ok\n");
+        return GATE_WORK; /* the provider's preflight may wait */
+    }
+    if (r->route == R_NONE)
+        return send_pre_handler(rq, r, 404, "unimplemented", "no such procedure", PLM_REFUSAL_NONE, "unsupported");
+    return procedure_head(s, rq, r);
 }
 
 static void release_decode(struct srv *s, struct req *r)
@@ -259,99 +261,96 @@ static void release_decode(struct srv *s, struct req *r)
     }
 }
 
-static int append_body(struct req *r, const char *data, size_t n)
+/* The body is in: what never waits is answered here, on the loop thread. */
+static enum gate_next rpc_on_body(void *cls, struct gate_req *rq)
 {
-    /* One allocation of the declared size (no doubling, no copy); growth only for chunked. */
-    if (r->body.len == 0 && r->declared && !plm_buf_reserve(&r->body, r->declared))
-        return -1;
-    return plm_buf_add(&r->body, data, n) ? 0 : -1;
+    struct srv *s = cls;
+    struct req *r = rq->state;
+    release_decode(s, r);
+    if (rq->body_len > INLINE_BODY_MAX || (r->route != R_RUN && r->route != R_DESCRIBE))
+        return GATE_WORK;
+    struct rpc_answer a = {0};
+    const char *body = rq->body ? rq->body : "";
+    atomic_fetch_add(&s->active, 1);
+    if (r->route == R_DESCRIBE)
+        rpc_describe(&s->cfg.env, r->fmt, body, rq->body_len, r->request_id, &a);
+    else
+        r->run = rpc_run_begin(&s->cfg.env, &r->who, r->request_id, r->fmt, body, rq->body_len, &a);
+    atomic_fetch_sub(&s->active, 1);
+    if (r->run)
+        return GATE_WORK; /* admitted: the provider runs it on a worker */
+    return send_rpc_answer(rq, r, &a);
 }
 
-static enum MHD_Result dispatch(struct srv *s, struct MHD_Connection *conn, struct req *r)
+static void readyz(struct srv *s, struct gate_req *rq, struct req *r)
 {
+    struct plm_err err = {0};
+    struct plm_provider *p = s->cfg.env.provider;
+    if (p->ops->preflight && p->ops->preflight(p, &err) < 0) {
+        metrics_readyz_failed(err.msg);
+        send_text(rq, r, 503, "not ready");
+        return;
+    }
+    send_text(rq, r, 200, "ready\n");
+}
+
+static void rpc_work(void *cls, struct gate_req *rq)
+{
+    struct srv *s = cls;
+    struct req *r = rq->state;
+    if (r->route == R_UI) {
+        ui_answer(&s->cfg, rq);
+        return;
+    }
+    if (r->route == R_READYZ) {
+        readyz(s, rq, r);
+        return;
+    }
     struct rpc_answer a = {0};
-    release_decode(s, r);
-    /* The body is in: from here the answer is written under the idle timeout, not the body's. */
-    r->body_deadline_ms = 0;
-    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(LIM_IDLE_MS / 1000));
+    const char *body = rq->body ? rq->body : "";
+    size_t len = rq->body_len;
     atomic_fetch_add(&s->active, 1);
-    const char *body = r->body.p ? r->body.p : "";
     switch (r->route) {
-    case R_RUN: rpc_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
-    case R_DESCRIBE: rpc_describe(&s->cfg.env, r->fmt, body, r->body.len, r->request_id, &a); break;
-    case R_OPEN_SESSION: rpc_open_session(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
-    case R_SESSION_RUN: rpc_session_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
-    case R_CLOSE_SESSION: rpc_close_session(&s->cfg.env, &r->who, r->request_id, r->fmt, body, r->body.len, &a); break;
+    case R_RUN:
+        if (r->run) {
+            rpc_run_finish(r->run, &a);
+            r->run = NULL;
+        } else {
+            rpc_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, len, &a);
+        }
+        break;
+    case R_DESCRIBE: rpc_describe(&s->cfg.env, r->fmt, body, len, r->request_id, &a); break;
+    case R_OPEN_SESSION: rpc_open_session(&s->cfg.env, &r->who, r->request_id, r->fmt, body, len, &a); break;
+    case R_SESSION_RUN: rpc_session_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, len, &a); break;
+    case R_CLOSE_SESSION: rpc_close_session(&s->cfg.env, &r->who, r->request_id, r->fmt, body, len, &a); break;
     default: rpc_session_unsupported(&a, r->request_id); break;
     }
     atomic_fetch_sub(&s->active, 1);
-    return send_rpc_answer(conn, r, &a);
+    send_rpc_answer(rq, r, &a);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+static void rpc_done(void *cls, struct gate_req *rq)
 {
-    (void)version;
     struct srv *s = cls;
-    struct req *r = *con_cls;
-    if (!r) {
-        r = calloc(1, sizeof *r);
-        if (!r)
-            return MHD_NO;
-        *con_cls = r;
-        r->body.max = LIM_BODY_MAX;
-        read_request_id(conn, r);
-        r->route = s->cfg.ui && ui_route(url) ? R_UI : route_of(method, url);
-        /* libmicrohttpd 0.9.75 closes a connection whose answer was queued on the first call;
-         * a request without a body gets its second call at once, and keeps the connection. */
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if ((r->route == R_HEALTHZ || r->route == R_READYZ || r->route == R_UI) && (!cl || !strcmp(cl, "0"))) {
-            r->deferred = true;
-            return MHD_YES;
-        }
-        return first_call(s, conn, r, method, url);
-    }
-    if (r->deferred) {
-        r->deferred = false;
-        return first_call(s, conn, r, method, url);
-    }
-    if (r->answered) {
-        *upload_size = 0; /* an early refusal: discard whatever body still arrives */
-        return MHD_YES;
-    }
-    if (r->body_deadline_ms) {
-        uint64_t now = clock_mono_ms();
-        if (now >= r->body_deadline_ms)
-            return MHD_NO; /* the body took longer than 30 s in total: close */
-        unsigned left = (unsigned)((r->body_deadline_ms - now + 999) / 1000);
-        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, left);
-    }
-    if (*upload_size) {
-        if (append_body(r, upload, *upload_size) < 0) {
-            /* a chunked body without a declared length that grew past the limit */
-            *upload_size = 0;
-            release_decode(s, r);
-            return send_pre_handler(conn, r, 0, "invalid_argument", "request body exceeds 8 MiB",
-                                    PLM_REFUSAL_REQUEST, "request");
-        }
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    return dispatch(s, conn, r);
-}
-
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
-{
-    (void)conn;
-    (void)toe;
-    struct srv *s = cls;
-    struct req *r = *con_cls;
+    struct req *r = rq->state;
     if (!r)
         return;
     release_decode(s, r);
-    plm_buf_done(&r->body);
+    rpc_run_abandon(r->run); /* its connection closed before a worker took it */
     free(r);
-    *con_cls = NULL;
+    rq->state = NULL;
+}
+
+/* The metrics listener: the same Host check, then the scrape (metrics.c), on the loop thread. */
+static enum gate_next metrics_on_head(void *cls, struct gate_req *rq)
+{
+    struct srv *s = cls;
+    struct req r = {0};
+    unsigned host = host_refusal(s, rq);
+    if (host)
+        return refuse_host(rq, &r, host);
+    metrics_answer(&s->cfg, rq);
+    return GATE_ANSWER;
 }
 
 int srv_listen(const char *var, const char *addr, struct plm_err *err)
@@ -384,49 +383,38 @@ static uint16_t bound_port(int fd)
                                           : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
-static struct MHD_Daemon *start_mhd(unsigned max_conn, MHD_AccessHandlerCallback h, void *cls,
-                                    MHD_RequestCompletedCallback done)
-{
-    /* No listening socket of its own: the gate (gate.h) accepts, checks every request head and
-     * relays each connection over a socketpair; keep-alive is the gate's to offer. */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
-                     MHD_USE_NO_LISTEN_SOCKET;
-    return MHD_start_daemon(flags, 0, NULL, NULL, h, cls, MHD_OPTION_CONNECTION_LIMIT, max_conn,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(LIM_IDLE_MS / 1000),
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(2 * LIM_HEADER_MAX),
-                            MHD_OPTION_NOTIFY_COMPLETED, done, cls, MHD_OPTION_END);
-}
-
-/* A listener: its socket, its gate, then the MHD daemon behind the gate. */
-static int start_listener(const char *var, const char *addr, unsigned max_conn, unsigned per_peer, struct tls_store *tls,
-                          MHD_AccessHandlerCallback h, void *cls, MHD_RequestCompletedCallback done,
-                          struct gate **gate_out, struct MHD_Daemon **mhd_out, uint16_t *port, struct plm_err *err)
+/* A listener: its socket and its gate. */
+static int start_listener(struct srv *s, const char *var, const char *addr, unsigned max_conns, unsigned per_peer,
+                          const struct gate_handler *h, struct gate **gate_out, uint16_t *port, struct plm_err *err)
 {
     int fd = srv_listen(var, addr, err);
     if (fd < 0)
         return -1;
     *port = bound_port(fd);
-    /* waiting for a head or idle, plus those MHD holds */
-    struct gate_config gc = {.listen_fd = fd, .max_conns = LIM_PENDING_CONNECTIONS + (max_conn ? max_conn : 16),
-                             .per_peer = per_peer, .tls = tls, .name = var};
+    struct gate_config gc = {.listen_fd = fd, .max_conns = max_conns, .per_peer = per_peer, .tls = s->cfg.tls,
+                             .name = var, .handler = *h, .workers = &s->workers};
     struct gate *g = gate_new(&gc, err);
     if (!g) {
         close(fd);
         return -1;
     }
-    struct MHD_Daemon *mhd = h ? start_mhd(max_conn, h, cls, done) : metrics_start(g, cls);
-    if (!mhd) {
-        gate_free(g);
-        return plm_fail(err, 0, PLM_E_INTERNAL, "%s=%s: cannot start the HTTP server", var, addr);
-    }
-    if (gate_run(g, mhd, err) < 0) {
-        MHD_stop_daemon(mhd);
+    if (gate_run(g, err) < 0) {
         gate_free(g);
         return -1;
     }
     *gate_out = g;
-    *mhd_out = mhd;
     return 0;
+}
+
+/* Idle keep-alive connections are cheap here (a table entry each): let the descriptor limit,
+ * not a low default soft limit, bound them. */
+static void raise_fd_limit(rlim_t want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }
 
 struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
@@ -437,6 +425,7 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
         return NULL;
     }
     s->cfg = *cfg;
+    s->host_check = auth_mode(cfg->auth) == AUTH_OPEN || (cfg->allowed_hosts && *cfg->allowed_hosts);
     unsigned per_peer = cfg->per_peer ? cfg->per_peer : LIM_CONN_PER_PEER;
     if (slots_init(&s->decode, cfg->max_decode, cfg->max_decode_per_caller ? cfg->max_decode_per_caller
                                                                            : (cfg->max_decode + 1) / 2) < 0) {
@@ -444,14 +433,25 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
         plm_fail(err, 12, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
-    if (start_listener("PLIMSOLL_ADDR", cfg->addr, cfg->max_connections, per_peer, cfg->tls, on_request, s, on_completed,
-                       &s->gate, &s->mhd, &s->port, err) < 0) {
+    /* one worker per request that can be in a handler at once; more wait in order */
+    if (workers_init(&s->workers, cfg->max_connections ? cfg->max_connections : 64) < 0) {
+        slots_fini(&s->decode);
+        free(s);
+        plm_fail(err, 12, PLM_E_INTERNAL, "cannot set up the worker threads");
+        return NULL;
+    }
+    s->workers_ok = true;
+    raise_fd_limit(GATE_CONNS + 4096);
+    struct gate_handler rpc = {.cls = s, .on_head = rpc_on_head, .on_body = rpc_on_body, .work = rpc_work,
+                               .done = rpc_done};
+    if (start_listener(s, "PLIMSOLL_ADDR", cfg->addr, GATE_CONNS, per_peer, &rpc, &s->gate, &s->port, err) < 0) {
         srv_free(s);
         return NULL;
     }
+    struct gate_handler met = {.cls = s, .on_head = metrics_on_head};
     if (cfg->metrics_addr && *cfg->metrics_addr && strcmp(cfg->metrics_addr, "off") != 0 &&
-        start_listener("PLIMSOLL_METRICS_ADDR", cfg->metrics_addr, 0, LIM_METRICS_PER_PEER, cfg->tls, NULL, &s->cfg,
-                       NULL, &s->metrics_gate, &s->metrics, &s->metrics_port, err) < 0) {
+        start_listener(s, "PLIMSOLL_METRICS_ADDR", cfg->metrics_addr, LIM_PENDING_CONNECTIONS, LIM_METRICS_PER_PEER,
+                       &met, &s->metrics_gate, &s->metrics_port, err) < 0) {
         srv_free(s);
         return NULL;
     }
@@ -460,7 +460,7 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
 
 uint16_t srv_port(const struct srv *s) { return s->port; }
 uint16_t srv_metrics_port(const struct srv *s) { return s->metrics_port; }
-/* Handlers running, and connections whose request or answer is still moving through the gate. */
+/* Handlers running, and connections whose request or answer is still in flight. */
 unsigned srv_active(const struct srv *s) { return atomic_load(&((struct srv *)s)->active) + gate_busy(s->gate); }
 
 void srv_quiesce(struct srv *s)
@@ -477,10 +477,8 @@ void srv_free(struct srv *s)
         return;
     gate_stop(s->gate);
     gate_stop(s->metrics_gate);
-    if (s->mhd)
-        MHD_stop_daemon(s->mhd);
-    if (s->metrics)
-        MHD_stop_daemon(s->metrics);
+    if (s->workers_ok) /* every request a worker holds finishes; its answer has nowhere to go */
+        workers_fini(&s->workers);
     gate_free(s->gate);
     gate_free(s->metrics_gate);
     slots_fini(&s->decode);

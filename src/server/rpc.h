@@ -1,5 +1,5 @@
 /* rpc.h: the Connect procedures behind the HTTP layer: decode, the Run check order of wire.md
- * §11.2, dispatch, record stamping and encoding. Knows nothing of libmicrohttpd. */
+ * §11.2, dispatch, record stamping and encoding. Knows nothing of HTTP. */
 #pragma once
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -54,6 +54,16 @@ void rpc_error(struct rpc_answer *ans, const struct plm_err *err, const char *re
 
 void rpc_run(const struct rpc_env *env, const struct principal *who, const char *request_id, enum rpc_fmt fmt,
              const char *body, size_t len, struct rpc_answer *ans);
+/* Run in two halves, so the HTTP loop can answer refusals itself and hand only admitted runs to
+ * a worker thread: rpc_run_begin decodes, checks and admits (no provider call, nothing that
+ * waits) and returns NULL with ans filled when it answered; otherwise rpc_run_finish dispatches
+ * (provider, grant) and answers, and rpc_run_abandon gives an unfinished run's slot back. `who`
+ * and `request_id` must outlive the run. rpc_run is both at once. */
+struct rpc_run;
+struct rpc_run *rpc_run_begin(const struct rpc_env *env, const struct principal *who, const char *request_id,
+                              enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans);
+void rpc_run_finish(struct rpc_run *r, struct rpc_answer *ans);
+void rpc_run_abandon(struct rpc_run *r);
 void rpc_describe(const struct rpc_env *env, enum rpc_fmt fmt, const char *body, size_t len,
                   const char *request_id, struct rpc_answer *ans);
 void rpc_session_unsupported(struct rpc_answer *ans, const char *request_id);

@@ -161,6 +161,12 @@ static int run_admit(struct run *r, struct plm_err *err)
         .timeout_ms = plm_clamp_timeout(r->req->timeout_ms, pe->default_timeout_ms, pe->max_timeout_ms), /* 10 */
         .floor = r->floor,
         .trace_id = plm_trace_id_ok(r->req->trace_id) ? r->req->trace_id : NULL};
+    return 0;
+}
+
+/* The grant's broker starts here, on the dispatching thread (rpc_run_finish). */
+static int run_grant(struct run *r, struct plm_err *err)
+{
     /* The credential is minted for this run's budget. A denial by the broker is a refusal; its
      * own faults are failures: grant_begin says which through the error it fills. */
     if (grant_begin(&r->g, r->who->id, r->ctx.timeout_ms, err) < 0)
@@ -347,31 +353,90 @@ static void run_failed(struct run *r, const struct plm_err *err, struct rpc_answ
         audit(r, err);
 }
 
-void rpc_run(const struct rpc_env *env, const struct principal *who, const char *request_id, enum rpc_fmt fmt,
-             const char *body, size_t len, struct rpc_answer *ans)
+/* Decode, check and admit: no provider work, nothing that waits. 1: answered in ans (a refusal,
+ * a decode error, shed); 0: admitted, to be dispatched by run_back. */
+static int run_front(struct run *r, const char *body, size_t len, struct rpc_answer *ans)
 {
-    cleanup_run struct run r = {.env = env, .who = who, .request_id = request_id, .fmt = fmt,
-                                .received_unix_ms = clock_unix_ms(), .started_ms = clock_mono_ms(),
-                                .started_us = clock_mono_us(), .floor = PLM_TIER_UNKNOWN};
     struct plm_err err = {0};
-    if (run_decode(&r, body, len, &err) < 0) {
+    if (run_decode(r, body, len, &err) < 0) {
         /* A count limit or an unknown JSON field refused while decoding is payload validation
          * (§11.2 step 12) done early: answered, counted and audited as the handler's refusal.
          * Anything else is Connect's own decode error. */
         if (plm_err_is_refusal(&err)) {
-            atomic_fetch_add(&env->counters->refused, 1);
-            rpc_error(ans, &err, request_id);
-            audit_decode_refusal(&r, &err);
+            atomic_fetch_add(&r->env->counters->refused, 1);
+            rpc_error(ans, &err, r->request_id);
+            audit_decode_refusal(r, &err);
         } else {
-            rpc_decode_failed(ans, &err, request_id);
+            rpc_decode_failed(ans, &err, r->request_id);
         }
-        return;
+        return 1;
     }
-    r.audit_extra = json_object();
-    if (run_check(&r, &err) < 0 || run_admit(&r, &err) < 0 || run_dispatch(&r, &err) < 0 ||
-        run_answer(&r, ans, &err) < 0)
-        run_failed(&r, &err, ans);
+    r->audit_extra = json_object();
+    if (run_check(r, &err) < 0 || run_admit(r, &err) < 0) {
+        run_failed(r, &err, ans);
+        ui_ring_note(r->env->ring, r->request_id, r->who->id, r->msg, ans); /* no-op when off */
+        return 1;
+    }
+    return 0;
+}
+
+static void run_back(struct run *r, struct rpc_answer *ans)
+{
+    struct plm_err err = {0};
+    if (run_grant(r, &err) < 0 || run_dispatch(r, &err) < 0 || run_answer(r, ans, &err) < 0)
+        run_failed(r, &err, ans);
     else
-        audit(&r, NULL);
-    ui_ring_note(env->ring, request_id, who->id, r.msg, ans); /* PLIMSOLL_UI's run cards; no-op when off */
+        audit(r, NULL);
+    ui_ring_note(r->env->ring, r->request_id, r->who->id, r->msg, ans); /* PLIMSOLL_UI's run cards */
+}
+
+static void run_init(struct run *r, const struct rpc_env *env, const struct principal *who, const char *request_id,
+                     enum rpc_fmt fmt)
+{
+    *r = (struct run){.env = env, .who = who, .request_id = request_id, .fmt = fmt,
+                      .received_unix_ms = clock_unix_ms(), .started_ms = clock_mono_ms(),
+                      .started_us = clock_mono_us(), .floor = PLM_TIER_UNKNOWN};
+}
+
+void rpc_run(const struct rpc_env *env, const struct principal *who, const char *request_id, enum rpc_fmt fmt,
+             const char *body, size_t len, struct rpc_answer *ans)
+{
+    cleanup_run struct run r;
+    run_init(&r, env, who, request_id, fmt);
+    if (run_front(&r, body, len, ans) == 0)
+        run_back(&r, ans);
+}
+
+struct rpc_run *rpc_run_begin(const struct rpc_env *env, const struct principal *who, const char *request_id,
+                              enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans)
+{
+    struct run *r = malloc(sizeof *r);
+    if (!r) {
+        struct plm_err err;
+        plm_fail(&err, 12, PLM_E_INTERNAL, "out of memory starting a run");
+        rpc_error(ans, &err, request_id);
+        return NULL;
+    }
+    run_init(r, env, who, request_id, fmt);
+    if (run_front(r, body, len, ans) == 0)
+        return (struct rpc_run *)r;
+    run_done(r);
+    free(r);
+    return NULL;
+}
+
+void rpc_run_finish(struct rpc_run *run, struct rpc_answer *ans)
+{
+    struct run *r = (struct run *)run;
+    run_back(r, ans);
+    run_done(r);
+    free(r);
+}
+
+void rpc_run_abandon(struct rpc_run *run)
+{
+    if (!run)
+        return;
+    run_done((struct run *)run); /* gives the admission slot back: nothing ran */
+    free(run);
 }

@@ -1,5 +1,5 @@
-/* server.h: the HTTP listener (libmicrohttpd) for the RPC procedures, /healthz and /readyz, and
- * the separate metrics listener. */
+/* server.h: the HTTP listener (the gate, gate.h) for the RPC procedures, /healthz and /readyz,
+ * and the separate metrics listener. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,9 +17,10 @@ struct srv_config {
     struct rpc_env env;
     unsigned max_decode;      /* requests whose bodies are held at once (2 x max concurrent) */
     unsigned max_decode_per_caller; /* of those, one caller's; 0: half of max_decode */
-    unsigned max_connections; /* connections inside MHD (complete heads) */
+    unsigned max_connections; /* worker threads: requests in a waiting handler at once */
     unsigned per_peer;        /* connections per peer address; 0: LIM_CONN_PER_PEER */
     bool ui; /* PLIMSOLL_UI=1: serve the read-only page (ui.h) on GET /, /ui and /ui/... */
+    const char *allowed_hosts; /* PLIMSOLL_ALLOWED_HOSTS (hostcheck.h); NULL: none */
     struct tls_store *tls;    /* PLIMSOLL_TLS_CERT/_KEY on both listeners; NULL: plain; not owned */
 };
 

@@ -2,20 +2,19 @@
  * this daemon, its evidence card and the last run cards, on the RPC listener under the same
  * authentication as Describe. http.c hands it every GET of "/", "/ui" and "/ui/..." when on. */
 #pragma once
-#include <microhttpd.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include "../core/err.h"
 #include "../core/provider.h"
+#include "gate.h"
 #include "server.h"
 
 /* True for the paths the UI serves ("/", "/ui", "/ui/..."). */
 bool ui_route(const char *url);
-/* Answers one request of a UI path completely (queues the response). */
-enum MHD_Result ui_answer(const struct srv_config *cfg, struct MHD_Connection *conn, const char *method,
-                          const char *url);
+/* Answers one request of a UI path completely (fills rq->resp); on a worker thread. */
+void ui_answer(const struct srv_config *cfg, struct gate_req *rq);
 
 /* ---- ui_verdict.c: the interlock, computed by the daemon's own comparison code ---- */
 struct ui_verdict {

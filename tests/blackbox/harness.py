@@ -125,7 +125,7 @@ class Daemon:
         before the body is read (authentication, the body limit)."""
         import socket
         with socket.create_connection(("127.0.0.1", self.port), timeout=30) as s:
-            head = "POST %s HTTP/1.1\r\nHost: x\r\n" % path
+            head = "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n" % path
             head += "".join("%s: %s\r\n" % kv for kv in headers.items()) + "\r\n"
             s.sendall(head.encode())
             resp = http.client.HTTPResponse(s)
