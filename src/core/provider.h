@@ -30,6 +30,9 @@ struct plm_describe {
     double cpus;
     const char *policy;                  /* "" or plimsoll-evidence:sha256:<hex> */
     const struct plm_evidence *evidence; /* NULL when the provider proved nothing */
+    /* Billed by the second (e2b): the most a sandbox can bill past a run's timeout (create,
+     * delete, the provider's own lifetime margin), which a paid reservation adds. 0 = not metered. */
+    uint32_t billing_teardown_ms;
 };
 
 /* One answer of the host API to the guest: an HTTP status and a body the guest receives as text. */

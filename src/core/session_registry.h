@@ -14,6 +14,7 @@
 #include "err.h"
 #include "session_end.h"
 #include "record.h"
+#include "spend.h"
 #include "tier.h"
 
 
@@ -42,6 +43,9 @@ struct sreg_session {
     char **rule_ids;          /* its identities (malloc'd array of malloc'd strings) */
     size_t n_rule_ids;
     uint64_t idle_ms;         /* effective idle timeout */
+    /* The paid meter of a session on a provider billed by the second (meter.s NULL: unmetered).
+     * Touched only with the turn held, or by the opener before the id is handed out. */
+    struct spend_meter meter;
     uint64_t deadline_ms;     /* monotonic end of the lifetime */
     int64_t expires_unix_ms;
     /* Guarded by the registry's lock. */

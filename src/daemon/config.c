@@ -43,6 +43,7 @@ static const struct var vars[] = {
     {"SANDBOX_CPUS", "0 (provider default)", "CPUs per run (docker only)"},
     {"SANDBOX_PIDS", "0 (provider default)", "processes per run (docker only)"},
     {"SANDBOX_DISK_MB", "0 (provider default)", "writable disk per run (docker only)"},
+    {"SANDBOX_PAID_SECONDS_PER_DAY", "0 (none)", "e2b (billed by the second): the daemon's paid seconds per UTC day; each caller's own is paid_seconds_per_day in PLIMSOLL_CLIENTS_FILE (docs/decisions.md)"},
     {"SANDBOX_TOTAL_MEMORY_MB", "0 (no budget)", "memory budget across runs in flight: each reserves its per-run memory; a run that does not fit is shed"},
     {"SANDBOX_MAX_SESSIONS", "0 (off)", "open sessions daemon-wide (docs/sessions.md)"},
     {"SANDBOX_MAX_SESSIONS_PER_CALLER", "0 (no cap)", "open sessions per caller"},
@@ -204,6 +205,7 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
         if (strcmp(v, "1") && strcmp(v, "0"))
             return CFG_ERR(err, "PLIMSOLL_HARDENED=\"%s\": expected 1 or 0", v);
         hardened = strcmp(v, "1") == 0;
+        c->hardened = hardened;
     }
     c->tls_cert = nonempty(get, "PLIMSOLL_TLS_CERT");
     c->tls_key = nonempty(get, "PLIMSOLL_TLS_KEY");
@@ -243,6 +245,17 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
     if ((v = nonempty(get, "SANDBOX_TOTAL_MEMORY_MB")) && /* checked against a run's memory in main.c */
         parse_u32("SANDBOX_TOTAL_MEMORY_MB", v, 0, 1u << 30, &c->total_memory_mb, err) < 0)
         return -1;
+    if ((v = nonempty(get, "SANDBOX_PAID_SECONDS_PER_DAY")) &&
+        parse_u32("SANDBOX_PAID_SECONDS_PER_DAY", v, 0, 86400000u, &c->paid_seconds_per_day, err) < 0)
+        return -1;
+    /* An allowance that applies to nothing must not look applied (only e2b bills by the second). */
+    if (c->paid_seconds_per_day > 0 && c->provider != CFG_E2B)
+        return CFG_ERR(err, "SANDBOX_PAID_SECONDS_PER_DAY applies only to a provider billed by the second (e2b); "
+                            "SANDBOX_PROVIDER=%s bills nothing: unset it", c->provider_name ? c->provider_name : "disabled");
+    /* A metered session must suspend to stop billing (sessions.md §3.1). */
+    if (c->provider == CFG_E2B && c->sessions.max_sessions > 0 && c->sessions.idle_ms == 0)
+        return CFG_ERR(err, "SANDBOX_SESSION_IDLE=0 on e2b, which bills every second a session runs: a session "
+                            "that never suspends would bill until its lifetime ends; set an idle time");
     if ((v = nonempty(get, "SANDBOX_PIDS"))) {
         if (parse_u32("SANDBOX_PIDS", v, 0, 4194304, &c->pids, err) < 0)
             return -1;

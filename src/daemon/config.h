@@ -32,6 +32,8 @@ struct plm_config {
     uint32_t max_concurrent, per_key_concurrent, rate_per_min, rate_burst;
     uint32_t memory_mb, pids, disk_mb;
     uint32_t total_memory_mb; /* SANDBOX_TOTAL_MEMORY_MB; 0 = no budget */
+    uint32_t paid_seconds_per_day; /* SANDBOX_PAID_SECONDS_PER_DAY; 0 = none (e2b only) */
+    bool hardened; /* PLIMSOLL_HARDENED=1 */
     double cpus;
     bool memory_set, pids_set, disk_set, cpus_set;
     bool require_pinned; /* SANDBOX_REQUIRE_PINNED_IMAGES */

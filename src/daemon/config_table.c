@@ -3,7 +3,7 @@
  * have; `scoped` lists the variables only some providers read. Trusts: nothing in the values.
  * Invariant: a variable is either read by the configured provider (or by the daemon), or setting
  * it stops startup with a message naming it and why. Nothing an operator writes is silently
- * ignored: an operator who asked for a paid allowance, module images or a Docker Cloud account
+ * ignored: an operator who asked for module images or a Docker Cloud account
  * must not get a daemon that quietly runs without them.
  * The black-box test over every variable (tests/blackbox/test_config_vars.py) reads its own table
  * (tests/data/config_vars.json) and checks it against `plimsolld -h` and the reference's list. */
@@ -20,7 +20,6 @@ static const struct {
     const char *name;
     const char *why;
 } absent[] = {
-    {"SANDBOX_PAID_SECONDS_PER_DAY", "this build keeps no paid allowance (no spend reservation on any provider)"},
     {"SANDBOX_DOCKER_MODULE_IMAGE", "this build runs no module payloads"},
     {"E2B_SESSION_GRANTS", "sessions take no grant in this build"},
     {"DOCKER_SBX_TOKEN", "the dockercloud provider is not in this build"},

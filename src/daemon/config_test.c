@@ -60,8 +60,18 @@ int main(void)
     CHECK(load(ENV("SANDBOX_PROVIDER=quickjs", "SANDBOX_DOCKER_IMAGE=x"), &c, &err) < 0 &&
           strstr(err.msg, "SANDBOX_DOCKER_IMAGE") && strstr(err.msg, "only docker"));
     CHECK(load(ENV("SANDBOX_PROVIDER=docker", "SANDBOX_DOCKER_IMAGE=x"), &c, &err) == 0);
-    CHECK(load(ENV("SANDBOX_PROVIDER=e2b", "SANDBOX_PAID_SECONDS_PER_DAY=3600"), &c, &err) < 0 &&
+    /* the paid allowance: e2b only (the one provider billed by the second), a whole number */
+    CHECK(load(ENV("SANDBOX_PROVIDER=e2b", "SANDBOX_PAID_SECONDS_PER_DAY=3600"), &c, &err) == 0 &&
+          c.paid_seconds_per_day == 3600);
+    CHECK(load(ENV("SANDBOX_PROVIDER=e2b", "SANDBOX_PAID_SECONDS_PER_DAY=-1"), &c, &err) < 0 &&
           strstr(err.msg, "SANDBOX_PAID_SECONDS_PER_DAY"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=e2b", "SANDBOX_PAID_SECONDS_PER_DAY=1h"), &c, &err) < 0 &&
+          strstr(err.msg, "SANDBOX_PAID_SECONDS_PER_DAY"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=docker", "SANDBOX_PAID_SECONDS_PER_DAY=3600"), &c, &err) < 0 &&
+          strstr(err.msg, "SANDBOX_PAID_SECONDS_PER_DAY") && strstr(err.msg, "bills nothing"));
+    CHECK(load(ENV("SANDBOX_PROVIDER=docker", "SANDBOX_PAID_SECONDS_PER_DAY=0"), &c, &err) == 0);
+    CHECK(load(ENV("SANDBOX_PROVIDER=e2b", "SANDBOX_MAX_SESSIONS=2", "SANDBOX_SESSION_IDLE=0"), &c, &err) < 0 &&
+          strstr(err.msg, "SANDBOX_SESSION_IDLE=0"));
     CHECK(load(ENV("SANDBOX_DOCKERCLOUD_IMAGE=x"), &c, &err) < 0 && strstr(err.msg, "dockercloud"));
     CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES="), &c, &err) == 0);
     CHECK(load(ENV("SANDBOX_REQUIRE_PINNED_IMAGES=0"), &c, &err) == 0);
@@ -115,10 +125,34 @@ int main(void)
     CHECK(load(ENV("PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=docker", "PLIMSOLL_CLIENTS_FILE=/c.json", "SANDBOX_MEMORY_MB=256",
                    "SANDBOX_CPUS=1", "SANDBOX_PIDS=64"), &c, &err) < 0 &&
           strstr(err.msg, "SANDBOX_DOCKER_RUNTIME=runsc") && strstr(err.msg, "SANDBOX_REQUIRE_PINNED_IMAGES"));
-    CHECK(load(ENV("PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=docker", "SANDBOX_DOCKER_RUNTIME=runsc", "PLIMSOLL_CLIENTS_FILE=/c.json",
-                   "SANDBOX_MEMORY_MB=256", "SANDBOX_CPUS=1", "SANDBOX_PIDS=64", "SANDBOX_REQUIRE_PINNED_IMAGES=1"),
-               &c, &err) == 0 && c.min_isolation == PLM_TIER_KERNEL);
+#define HARD_DOCKER "PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=docker", "SANDBOX_DOCKER_RUNTIME=runsc", \
+                    "PLIMSOLL_CLIENTS_FILE=/c.json", "SANDBOX_MEMORY_MB=256", "SANDBOX_CPUS=1", "SANDBOX_PIDS=64", \
+                    "SANDBOX_REQUIRE_PINNED_IMAGES=1"
+    /* docker also needs the disk cap and the memory budget across runs (issue 23 item 5) */
+    CHECK(load(ENV(HARD_DOCKER), &c, &err) < 0 && strstr(err.msg, "SANDBOX_DISK_MB") &&
+          strstr(err.msg, "SANDBOX_TOTAL_MEMORY_MB") && strstr(err.msg, "1 requirement unmet"));
+    CHECK(load(ENV(HARD_DOCKER, "SANDBOX_DISK_MB=512"), &c, &err) < 0 && strstr(err.msg, "resource envelope"));
+    CHECK(load(ENV(HARD_DOCKER, "SANDBOX_TOTAL_MEMORY_MB=2048"), &c, &err) < 0 && strstr(err.msg, "resource envelope"));
+    CHECK(load(ENV(HARD_DOCKER, "SANDBOX_DISK_MB=512", "SANDBOX_TOTAL_MEMORY_MB=2048"), &c, &err) == 0 &&
+          c.min_isolation == PLM_TIER_KERNEL);
+    /* no seccomp filter is no hardened daemon */
+    CHECK(load(ENV(HARD_DOCKER, "SANDBOX_DISK_MB=512", "SANDBOX_TOTAL_MEMORY_MB=2048", "SANDBOX_DOCKER_SECCOMP=unconfined"),
+               &c, &err) < 0 && strstr(err.msg, "SANDBOX_DOCKER_SECCOMP=unconfined"));
+    /* a burst above the rate lets a caller spend more than a minute's runs at once */
+    CHECK(load(ENV(HARD_MICROVM, "SANDBOX_RATE_PER_MIN=10", "SANDBOX_RATE_BURST=11"), &c, &err) < 0 &&
+          strstr(err.msg, "SANDBOX_RATE_BURST=11"));
+    CHECK(load(ENV(HARD_MICROVM, "SANDBOX_RATE_PER_MIN=10", "SANDBOX_RATE_BURST=10"), &c, &err) == 0);
+    /* per-caller concurrency below the maximum even at 1 (so a hardened daemon runs 2 at least) */
+    CHECK(load(ENV(HARD_MICROVM, "SANDBOX_MAX_CONCURRENT=1", "SANDBOX_PER_KEY_CONCURRENT=1"), &c, &err) < 0 &&
+          strstr(err.msg, "concurrency cap"));
+    CHECK(load(ENV(HARD_MICROVM, "SANDBOX_MAX_CONCURRENT=2", "SANDBOX_PER_KEY_CONCURRENT=1"), &c, &err) == 0);
+    /* e2b passes with an explicit template and the envelope; the per-caller allowance is checked
+     * against the clients file once it is read (test_paid_allowance.py) */
     CHECK(load(ENV("PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=e2b", "PLIMSOLL_CLIENTS_FILE=/c.json", "SANDBOX_MEMORY_MB=256"),
-               &c, &err) < 0 && strstr(err.msg, "E2B template") && strstr(err.msg, "paid allowance"));
+               &c, &err) < 0 && strstr(err.msg, "E2B_TEMPLATE") && strstr(err.msg, "1 requirement unmet"));
+    CHECK(load(ENV("PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=e2b", "PLIMSOLL_CLIENTS_FILE=/c.json", "E2B_TEMPLATE=tpl-1",
+                   "SANDBOX_MEMORY_MB=256"), &c, &err) == 0 && c.hardened && c.min_isolation == PLM_TIER_KERNEL);
+    CHECK(load(ENV("PLIMSOLL_HARDENED=1", "SANDBOX_PROVIDER=e2b", "PLIMSOLL_CLIENTS_FILE=/c.json", "E2B_TEMPLATE=tpl-1"),
+               &c, &err) < 0 && strstr(err.msg, "resource envelope"));
     return unit_done();
 }

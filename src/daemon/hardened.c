@@ -72,19 +72,31 @@ int hardened_check(const char *(*get)(const char *), struct plm_config *c, struc
         add(&u, "TLS on PLIMSOLL_GUARD_ADDR=%s (the guard listener has no TLS in this build)", c->guard_addr);
     if (c->provider == CFG_DOCKER && !c->require_pinned)
         add(&u, "pinned images (SANDBOX_REQUIRE_PINNED_IMAGES=1)");
-    if (c->provider == CFG_E2B)
-        add(&u, "pinned images (an E2B template is a mutable name)");
-    if (!c->memory_set || (c->provider != CFG_E2B && !c->cpus_set) || (c->provider == CFG_DOCKER && !c->pids_set))
-        add(&u, "a resource envelope (SANDBOX_MEMORY_MB%s%s)",
-            c->provider != CFG_E2B ? ", SANDBOX_CPUS" : "", c->provider == CFG_DOCKER ? ", SANDBOX_PIDS" : "");
+    /* An E2B template is a name, not a digest: the operator must at least name the one meant
+     * rather than take the default "base". */
+    const char *tpl = get("E2B_TEMPLATE");
+    if (c->provider == CFG_E2B && !(tpl && *tpl))
+        add(&u, "an explicit E2B_TEMPLATE (the default template is whatever \"base\" means today)");
+    bool docker = c->provider == CFG_DOCKER;
+    if (!c->memory_set || (c->provider != CFG_E2B && !c->cpus_set) || (docker && !c->pids_set) ||
+        (docker && !c->disk_set) || (docker && c->total_memory_mb == 0))
+        add(&u, "a resource envelope (SANDBOX_MEMORY_MB%s%s)", c->provider != CFG_E2B ? ", SANDBOX_CPUS" : "",
+            docker ? ", SANDBOX_PIDS, SANDBOX_DISK_MB, SANDBOX_TOTAL_MEMORY_MB" : "");
+    const char *seccomp = get("SANDBOX_DOCKER_SECCOMP");
+    if (docker && seccomp && !strcasecmp(seccomp, "unconfined"))
+        add(&u, "a seccomp filter (SANDBOX_DOCKER_SECCOMP=unconfined turns it off)");
     if (c->rate_per_min == 0)
         add(&u, "a per-caller rate cap (SANDBOX_RATE_PER_MIN is 0)");
-    if (c->per_key_concurrent >= c->max_concurrent && c->max_concurrent > 1)
+    else if (c->rate_burst > c->rate_per_min)
+        add(&u, "a burst within the rate (SANDBOX_RATE_BURST=%u above SANDBOX_RATE_PER_MIN=%u)", c->rate_burst,
+            c->rate_per_min);
+    /* even at SANDBOX_MAX_CONCURRENT=1: one caller must never be able to hold every slot */
+    if (c->per_key_concurrent >= c->max_concurrent)
         add(&u, "a per-caller concurrency cap (SANDBOX_PER_KEY_CONCURRENT below SANDBOX_MAX_CONCURRENT)");
     if (c->sessions.max_sessions > 0 && c->sessions.per_caller == 0)
         add(&u, "session caps (SANDBOX_MAX_SESSIONS_PER_CALLER)");
-    if (c->provider == CFG_E2B)
-        add(&u, "a paid allowance on a metered provider (not in this build)");
+    /* e2b also needs paid_seconds_per_day on every client: checked once the clients file is read
+     * (main.c), before any billed sandbox is created. */
 
     if (u.n)
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,

@@ -12,6 +12,7 @@
 
 #include "../broker/profiles.h"
 #include "../core/admission.h"
+#include "../core/spend.h"
 #include "../server/auth.h"
 #include "../server/log.h"
 #include "../server/metrics_series.h"
@@ -49,6 +50,31 @@ static void log_started(const struct plm_config *cfg, struct plm_provider *p, st
     json_object_set_new(f, "max_concurrent", json_integer(cfg->max_concurrent));
     json_object_set_new(f, "tls", json_boolean(cfg->tls_cert != NULL));
     log_event("info", "listening", f);
+}
+
+/* The clients file's paid_seconds_per_day against the provider: only e2b bills by the second, so
+ * elsewhere the allowances bound nothing and the log says so (a clients file may be shared by
+ * daemons of several providers, so this is no error). Hardened mode on e2b needs one on every
+ * caller: a caller without one could spend the operator's money up to the daemon's allowance. */
+static int check_paid_allowances(const struct plm_config *cfg, const struct auth *a)
+{
+    const char *first;
+    size_t uncapped = auth_uncapped(a, &first);
+    if (cfg->provider != CFG_E2B) {
+        if (auth_capped(a) > 0)
+            log_event("warning", "paid_allowance_unused",
+                      json_pack("{s:I, s:s, s:s}", "clients", (json_int_t)auth_capped(a), "provider",
+                                cfg->provider_name ? cfg->provider_name : "disabled", "detail",
+                                "paid_seconds_per_day bounds only a provider billed by the second (e2b)"));
+        return 0;
+    }
+    if (cfg->hardened && (auth_mode(a) != AUTH_CLIENTS || uncapped > 0)) {
+        fprintf(stderr, "plimsolld: configuration: PLIMSOLL_HARDENED=1 on e2b needs paid_seconds_per_day on every "
+                        "client in PLIMSOLL_CLIENTS_FILE; %zu client%s none (first: \"%s\")\n",
+                uncapped, uncapped == 1 ? " has" : "s have", first ? first : "");
+        return -1;
+    }
+    return 0;
 }
 
 /* SIGHUP: new handshakes use the pair as it is on disk now; open connections keep theirs; a pair
@@ -124,6 +150,11 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (check_paid_allowances(&cfg, auth) < 0) {
+        auth_free(auth);
+        tls_store_free(tls);
+        return 1;
+    }
     struct brk_profiles *grants = NULL;
     if (cfg.grants_file) {
         grants = brk_profiles_load(cfg.grants_file, NULL, &err);
@@ -146,6 +177,7 @@ int main(int argc, char **argv)
     struct srv *srv = NULL;
     struct sess_svc *sessions = NULL;
     struct ui_ring *ring = NULL; /* PLIMSOLL_UI=1 only */
+    struct spend *spend = NULL;  /* a provider billed by the second only */
     if ((p->ops->preflight && p->ops->preflight(p, &err) < 0)) {
         die("preflight", &err);
         goto out;
@@ -163,6 +195,10 @@ int main(int argc, char **argv)
     p->ops->describe(p, &pd); /* the per-run memory SANDBOX_TOTAL_MEMORY_MB reserves */
     if (config_memory_budget(cfg.total_memory_mb, pd.memory_mb, p->ops->name, &err) < 0) {
         die("configuration", &err);
+        goto out;
+    }
+    if (pd.billing_teardown_ms && !(spend = spend_new(cfg.paid_seconds_per_day, NULL, NULL))) {
+        fprintf(stderr, "plimsolld: out of memory\n");
         goto out;
     }
     struct adm_config ac = {.max_concurrent = cfg.max_concurrent, .per_key_concurrent = cfg.per_key_concurrent,
@@ -190,6 +226,7 @@ int main(int argc, char **argv)
             die("configuration", &err);
             goto out;
         }
+        sess_svc_set_spend(sessions, spend, pd.billing_teardown_ms);
         if (sess_svc_smoke_test(sessions, &err) < 0) {
             fprintf(stderr, "plimsolld: sessions are not ready; refusing to serve: %s\n", err.msg);
             goto out;
@@ -197,7 +234,7 @@ int main(int argc, char **argv)
     }
     struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
                             .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters,
-                                    .sessions = sessions, .ring = ring},
+                                    .sessions = sessions, .ring = ring, .spend = spend},
                             .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024, .ui = cfg.ui,
                             .allowed_hosts = cfg.allowed_hosts, .tls = tls};
     srv = srv_start(&sc, &err);
@@ -222,6 +259,7 @@ out:
     sess_svc_free(sessions);
     ui_ring_free(ring);
     adm_free(adm);
+    spend_free(spend); /* after the sessions: their meters are stopped */
     plm_provider_free(p);
     free(counters.host_calls);
     metrics_series_free();

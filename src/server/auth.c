@@ -19,6 +19,7 @@ struct client {
     char id[128];
     unsigned char token_sha256[32];
     bool may_run, may_metrics;
+    uint32_t paid_seconds_per_day; /* 0 = no allowance of its own */
 };
 
 struct auth {
@@ -114,6 +115,9 @@ static int load_client(json_t *c, size_t idx, struct client *out, struct plm_err
     if (paid && !(json_is_integer(paid) && json_integer_value(paid) >= 0))
         return CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: clients[%zu].paid_seconds_per_day must be a "
                             "non-negative integer", idx);
+    if (paid && json_integer_value(paid) > 86400000)
+        return CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: clients[%zu].paid_seconds_per_day must be at most 86400000", idx);
+    out->paid_seconds_per_day = paid ? (uint32_t)json_integer_value(paid) : 0;
     return 0;
 }
 
@@ -209,6 +213,24 @@ void auth_free(struct auth *a)
 enum auth_mode auth_mode(const struct auth *a) { return a->mode; }
 size_t auth_client_count(const struct auth *a) { return a->n_clients; }
 
+size_t auth_uncapped(const struct auth *a, const char **first)
+{
+    size_t n = 0;
+    *first = NULL;
+    for (size_t i = 0; a->mode == AUTH_CLIENTS && i < a->n_clients; i++)
+        if (a->clients[i].paid_seconds_per_day == 0 && n++ == 0)
+            *first = a->clients[i].id;
+    return n;
+}
+
+size_t auth_capped(const struct auth *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; a->mode == AUTH_CLIENTS && i < a->n_clients; i++)
+        n += a->clients[i].paid_seconds_per_day > 0;
+    return n;
+}
+
 #define UNAUTH(err, msg) plm_err_set(err, 0, PLM_E_UNAUTHENTICATED, PLM_REFUSAL_PERMISSION, msg)
 
 /* "Bearer <token>": exactly two whitespace-separated fields, scheme case-insensitive. */
@@ -268,6 +290,7 @@ int auth_authenticate(const struct auth *a, const char *header, unsigned n_heade
     snprintf(p->id, sizeof p->id, "%s", hit->id);
     p->may_run = hit->may_run;
     p->may_metrics = hit->may_metrics;
+    p->paid_seconds_per_day = hit->paid_seconds_per_day;
     return 0;
 }
 

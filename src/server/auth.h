@@ -4,6 +4,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../core/err.h"
 
@@ -13,6 +14,7 @@ struct principal {
     char id[128];  /* "" in open dev mode, "static" for the shared token */
     bool may_run;  /* holds code:run or the wildcard scope */
     bool may_metrics; /* holds metrics or the wildcard scope; the shared token and dev mode do */
+    uint32_t paid_seconds_per_day; /* its paid_seconds_per_day in the clients file; 0 = none */
 };
 
 struct auth;
@@ -22,6 +24,10 @@ struct auth *auth_new(const char *clients_file, const char *token, struct plm_er
 void auth_free(struct auth *a);
 enum auth_mode auth_mode(const struct auth *a);
 size_t auth_client_count(const struct auth *a);
+/* Clients without a paid_seconds_per_day of their own (the first one's id in *first), and with
+ * one: what hardened mode and the startup log look at (0 outside clients-file mode). */
+size_t auth_uncapped(const struct auth *a, const char **first);
+size_t auth_capped(const struct auth *a);
 
 /* header: the Authorization value, or NULL when absent; n_headers: how many were sent.
  * Fills *p; on failure PLM_E_UNAUTHENTICATED / permission. The scope check is separate. */

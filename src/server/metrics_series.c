@@ -15,6 +15,7 @@
 
 #include "../broker/route.h"
 #include "../core/buf.h"
+#include "../core/spend.h"
 
 #define METRICS_BODY_MAX (16u << 20) /* a scrape past this is refused, never cut */
 
@@ -187,6 +188,12 @@ char *metrics_render(const struct rpc_env *env)
                        (unsigned long long)adm_shed_count(env->adm, ADM_SHED_RATE),
                        (unsigned long long)adm_shed_count(env->adm, ADM_SHED_MEMORY),
                        (unsigned long long)atomic_load(&shed_decode));
+    if (ok && env->spend) /* only a provider billed by the second has a paid allowance */
+        ok = plm_buf_printf(&b,
+                            "plimsoll_shed_total{reason=\"paid_caller\"} %llu\n"
+                            "plimsoll_shed_total{reason=\"paid_daemon\"} %llu\n",
+                            (unsigned long long)spend_refused(env->spend, false),
+                            (unsigned long long)spend_refused(env->spend, true));
     if (ok && n_routes)
         ok = head(&b, "plimsoll_host_calls_total", "counter", "Host calls sent upstream, per grant route.");
     for (size_t i = 0; ok && i < n_routes; i++)

@@ -37,6 +37,7 @@ struct rpc_env {
     struct rpc_counters *counters;
     struct sess_svc *sessions; /* NULL: sessions off (session_rpc.h) */
     struct ui_ring *ring; /* PLIMSOLL_UI=1: the last run cards for the page (ui_ring.h); else NULL */
+    struct spend *spend;  /* the paid allowance (core/spend.h); NULL: the provider bills nothing */
 };
 
 struct rpc_answer {

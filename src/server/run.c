@@ -16,6 +16,7 @@
 #include "../core/cleanup.h"
 #include "../core/clock.h"
 #include "../core/limits.h"
+#include "../core/spend.h"
 #include "../core/validate.h"
 #include "../wire/connect_error.h"
 #include "../wire/convert.h"
@@ -44,6 +45,8 @@ struct run {
     enum plm_tier floor;
     struct grant g;
 
+    struct spend_hold *paid; /* step 16: the paid reservation, settled after dispatch */
+    uint64_t paid_ms;        /* what the run was charged */
     bool admitted; /* admit: holds an admission slot */
     struct plm_run_ctx ctx;
 
@@ -57,6 +60,7 @@ struct run {
 static void run_done(struct run *r)
 {
     grant_end(&r->g, NULL); /* no-op once dispatch ended it */
+    spend_settle(r->env->spend, r->paid, 0); /* refused before dispatch: nothing ran, nothing billed */
     if (r->admitted)
         adm_release(r->env->adm, r->who->id);
     json_decref(r->audit_extra);
@@ -148,10 +152,24 @@ static int run_check(struct run *r, struct plm_err *err)
     return check_supported(r, err);
 }
 
-/* ---- stage 3: admit (§11.2 step 17; no metered providers, so no step 16) ------------------- */
+/* ---- stage 3: admit (§11.2 steps 16, 17) --------------------------------------------------- */
+
+/* Step 16: on a provider billed by the second, the most this run can cost (its clamped timeout
+ * plus the provider's teardown bound) is reserved against the caller's and the daemon's paid
+ * allowances before any rate token or slot is spent. */
+static int run_reserve(struct run *r, uint32_t timeout_ms, struct plm_err *err)
+{
+    if (!r->env->spend || !r->d.billing_teardown_ms)
+        return 0;
+    return spend_reserve(r->env->spend, r->who->id, r->who->paid_seconds_per_day,
+                         (uint64_t)timeout_ms + r->d.billing_teardown_ms, SPEND_RUN, &r->paid, err);
+}
 
 static int run_admit(struct run *r, struct plm_err *err)
 {
+    const struct plm_payload_env *pe0 = payload_env(&r->d, r->req->kind);
+    if (run_reserve(r, plm_clamp_timeout(r->req->timeout_ms, pe0->default_timeout_ms, pe0->max_timeout_ms), err) < 0)
+        return -1;
     if (adm_acquire(r->env->adm, r->who->id, clock_mono_ms(), err) < 0)
         return -1;
     r->admitted = true;
@@ -194,6 +212,11 @@ static int run_dispatch(struct run *r, struct plm_err *err)
     int rc = r->req->kind == PLM_KIND_PROJECT ? ops->run_project(r->env->provider, &r->ctx, r->req, &r->res, err)
                                               : ops->run_javascript(r->env->provider, &r->ctx, r->req, &r->res, err);
     r->provider_ms = clock_mono_ms() - t0;
+    if (r->paid) { /* charged the wall time of the provider call: create, run and delete */
+        r->paid_ms = spend_settle(r->env->spend, r->paid, r->provider_ms);
+        r->paid = NULL;
+        json_object_set_new(r->audit_extra, "paid_seconds", json_real((double)r->paid_ms / 1000.0));
+    }
     grant_end(&r->g, r->audit_extra); /* the grant ends with the run's code */
     add_host_calls(r);
     adm_release(r->env->adm, r->who->id);

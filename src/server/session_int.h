@@ -13,12 +13,15 @@
 #define SESS_TURN_WAIT_MS 300000u     /* a waiter gives up after the RPC ceiling */
 #define SESS_RETRY_MS 1000u           /* a timer finding the turn busy tries again after this */
 #define SESS_MIN_IDLE_MS 1000u
+#define SESS_OPEN_PAID_MS 120000u     /* §3.3: a metered open reserves 2 min + idle + teardown */
 
 struct sess_svc {
     struct sreg *reg;
     struct plm_session_config cfg;
     struct plm_provider *provider;
     struct adm *adm;
+    struct spend *spend;          /* NULL: the provider bills nothing (sess_svc_set_spend) */
+    uint32_t billing_teardown_ms; /* what a sandbox bills past its last moment of use */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop, thread_started, shut;
@@ -36,5 +39,12 @@ void sess_not_found(struct rpc_answer *ans, const char *request_id);
 void sess_arm_idle(struct sess_svc *svc, struct sreg_session *s, uint64_t now_ms);
 /* Ends a live session for `why` with its turn held: closes the sandbox, then gives back its slot. */
 void sess_end_now(struct sess_svc *svc, struct sreg_session *s, enum plm_session_end why, const char *detail);
+/* Paid time (sessions.md §3.3): a metered session's reservation made to reach `use_ms` (the open's
+ * 2 minutes or the call's timeout) plus its idle time and the provider's teardown from now. 0 when
+ * the provider bills nothing; a refusal is capacity, marked. The turn is held. */
+int sess_cover_paid(struct sess_svc *svc, struct spend_meter *m, uint64_t use_ms, uint64_t idle_ms,
+                    struct plm_err *err);
+/* Charges a metered session's running time and holds nothing more (suspend, end); logs nothing. */
+void sess_stop_paid(struct spend_meter *m);
 /* The audit line of a session event. */
 void sess_log(const char *event, const char *request_id, const struct sreg_session *s, json_t *extra);

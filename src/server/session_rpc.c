@@ -32,6 +32,7 @@ struct open_call {
     struct plm_session *opened;
     struct plm_session_opened info;
     uint64_t lifetime_ms, idle_ms;
+    struct spend_meter meter; /* step 9: the open's paid time, handed to the session at commit */
 };
 
 static void open_done(struct open_call *c)
@@ -40,6 +41,7 @@ static void open_done(struct open_call *c)
         struct plm_err e = {0};
         c->svc->provider->ops->session_close(c->svc->provider, c->opened, &e);
     }
+    sess_stop_paid(&c->meter); /* an open that failed is charged the time it took */
     if (c->reserved)
         sreg_unreserve(c->svc->reg, &c->res);
     if (c->admitted)
@@ -146,6 +148,15 @@ static int open_admit(struct open_call *c, struct plm_err *err)
     if (sreg_reserve(svc->reg, &c->res, c->who->id, c->owner, err) < 0)
         return -1;
     c->reserved = true;
+    if (svc->spend) { /* 9: a provider billed by the second */
+        if (c->idle_ms == 0)
+            return plm_refuse(err, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
+                              "a session on %s bills every second it runs, so it must suspend when idle; "
+                              "this daemon's idle time is 0", svc->provider->ops->name);
+        spend_meter_init(&c->meter, svc->spend, c->who->id, c->who->paid_seconds_per_day);
+        if (sess_cover_paid(svc, &c->meter, SESS_OPEN_PAID_MS, c->idle_ms, err) < 0)
+            return -1;
+    }
     struct sreg_session *donor = NULL;
     for (size_t i = 0; i < c->res.n_victims && !donor; i++) {
         bool holds;
@@ -165,6 +176,7 @@ static int open_admit(struct open_call *c, struct plm_err *err)
         struct plm_err e = {0};
         bool closed = !h || svc->provider->ops->session_close(svc->provider, h, &e) == 0;
         if (closed) {
+            sess_stop_paid(&v->meter);
             bool holds;
             sreg_is_suspended(svc->reg, v, &holds);
             if (holds) { /* a second victim's slot is simply given back */
@@ -241,6 +253,8 @@ static int open_answer(struct open_call *c, enum rpc_fmt fmt, struct rpc_answer 
     snprintf(s->environment, sizeof s->environment, "%s",
              c->info.environment[0] ? c->info.environment : c->env_stated.identity);
     s->idle_ms = c->idle_ms;
+    s->meter = c->meter; /* the open's reservation is the session's now */
+    memset(&c->meter, 0, sizeof c->meter);
     s->deadline_ms = now + c->lifetime_ms;
     s->expires_unix_ms = clock_unix_ms() + (int64_t)c->lifetime_ms;
     sreg_set_suspended(svc->reg, s, false, true);
@@ -290,11 +304,15 @@ void rpc_open_session(const struct rpc_env *env, const struct principal *who, co
         rpc_decode_failed(ans, &err, request_id);
         return;
     }
-    if (open_check(&c, &err) < 0 || open_admit(&c, &err) < 0) {
+    if (open_check(&c, &err) < 0) {
         sess_error(ans, &err, request_id, NULL);
         return;
     }
-    effective_durations(&c); /* 8 */
+    effective_durations(&c); /* 8, before the paid time (9) that depends on the idle time */
+    if (open_admit(&c, &err) < 0) {
+        sess_error(ans, &err, request_id, NULL);
+        return;
+    }
     if (open_dispatch(&c, &err) < 0 || open_answer(&c, fmt, ans, &err) < 0) {
         sess_error(ans, &err, request_id, NULL);
         return;

@@ -19,6 +19,10 @@ struct sess_svc *sess_svc_new(const struct plm_session_config *cfg, struct plm_p
  * provider's session ops: cells keep a value per stated language, a snippet's exit status is a
  * result, suspend keeps state consistent, close ends it. < 0: sessions must not be offered. */
 int sess_svc_smoke_test(struct sess_svc *s, struct plm_err *err);
+/* The paid allowance (core/spend.h) when the provider bills by the second (teardown > 0): opens and
+ * calls reserve paid time and a running session is charged while it runs. Before serving. */
+struct spend;
+void sess_svc_set_spend(struct sess_svc *s, struct spend *spend, uint32_t billing_teardown_ms);
 /* Ends every session (SHUTDOWN), closing each sandbox, and stops the timer thread. Idempotent. */
 void sess_svc_shutdown(struct sess_svc *s);
 /* Shuts down if needed and frees. NULL-safe. */

@@ -210,23 +210,10 @@ static int srun_turn(struct srun *r, struct rpc_answer *ans, struct plm_err *err
     return 0;
 }
 
-static int srun_admit(struct srun *r, struct plm_err *err)
+/* The call's timeout: the request's, clamped to the session environment's default and ceiling
+ * (never past the RPC ceiling) and to what is left of the lifetime. */
+static void srun_context(struct srun *r)
 {
-    bool holds;
-    bool suspended = sreg_is_suspended(r->svc->reg, r->s, &holds);
-    if (suspended && !holds) { /* 10: resuming takes a slot, without a rate token */
-        if (adm_acquire_parts(r->svc->adm, r->who->id, clock_mono_ms(), true, false, err) < 0)
-            return -1;
-        r->resumed_slot = true;
-    }
-    if (adm_acquire_parts(r->svc->adm, r->who->id, clock_mono_ms(), false, true, err) < 0)
-        return -1; /* the slot just taken goes back in srun_done */
-    if (suspended) {
-        sreg_set_suspended(r->svc->reg, r->s, false, true);
-        r->resumed_slot = false; /* the session holds it again */
-    }
-    /* 9: the idle timer stops only now, so a refused call leaves its deadline where it was */
-    sreg_arm(r->svc->reg, r->s, 0);
     const struct plm_provider_ops *ops = r->svc->provider->ops;
     if (ops->session_env)
         ops->session_env(r->svc->provider, &r->env_stated);
@@ -245,6 +232,34 @@ static int srun_admit(struct srun *r, struct plm_err *err)
                                   .trace_id = plm_trace_id_ok(r->req->trace_id) ? r->req->trace_id : NULL};
     if (r->ctx.timeout_ms > left) /* the lifetime ends the session whatever it is doing */
         r->ctx.timeout_ms = left;
+}
+
+static int srun_admit(struct srun *r, struct plm_err *err)
+{
+    bool holds;
+    bool suspended = sreg_is_suspended(r->svc->reg, r->s, &holds);
+    srun_context(r);
+    if (suspended && !holds) { /* 10: resuming takes a slot, without a rate token */
+        if (adm_acquire_parts(r->svc->adm, r->who->id, clock_mono_ms(), true, false, err) < 0)
+            return -1;
+        r->resumed_slot = true;
+    }
+    /* 10: on a provider billed by the second, paid time for the call, the idle time after it and
+     * the teardown; a refusal keeps the session as it was (the slot just taken goes back) */
+    bool was_billing = spend_meter_running(&r->s->meter);
+    if (sess_cover_paid(r->svc, &r->s->meter, r->ctx.timeout_ms, r->s->idle_ms, err) < 0)
+        return -1;
+    if (adm_acquire_parts(r->svc->adm, r->who->id, clock_mono_ms(), false, true, err) < 0) {
+        if (!was_billing) /* still suspended: it bills nothing */
+            sess_stop_paid(&r->s->meter);
+        return -1; /* the slot just taken goes back in srun_done */
+    }
+    if (suspended) {
+        sreg_set_suspended(r->svc->reg, r->s, false, true);
+        r->resumed_slot = false; /* the session holds it again */
+    }
+    /* 9: the idle timer stops only now, so a refused call leaves its deadline where it was */
+    sreg_arm(r->svc->reg, r->s, 0);
     return 0;
 }
 

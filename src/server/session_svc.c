@@ -93,6 +93,28 @@ static void give_slot(struct sess_svc *svc, struct sreg_session *s)
     }
 }
 
+int sess_cover_paid(struct sess_svc *svc, struct spend_meter *m, uint64_t use_ms, uint64_t idle_ms,
+                    struct plm_err *err)
+{
+    if (!svc->spend || !m->s)
+        return 0;
+    return spend_meter_cover(m, use_ms + idle_ms + svc->billing_teardown_ms, err);
+}
+
+void sess_stop_paid(struct spend_meter *m)
+{
+    if (m->s)
+        spend_meter_stop(m);
+}
+
+void sess_svc_set_spend(struct sess_svc *svc, struct spend *spend, uint32_t billing_teardown_ms)
+{
+    if (!svc)
+        return;
+    svc->spend = billing_teardown_ms ? spend : NULL;
+    svc->billing_teardown_ms = billing_teardown_ms;
+}
+
 void sess_end_now(struct sess_svc *svc, struct sreg_session *s, enum plm_session_end why, const char *detail)
 {
     sreg_set_end(svc->reg, s, why, detail);
@@ -104,7 +126,10 @@ void sess_end_now(struct sess_svc *svc, struct sreg_session *s, enum plm_session
                       json_pack("{s:s, s:s}", "session", s->fp, "detail", err.msg));
     }
     give_slot(svc, s); /* only once the sandbox is gone (§3.3) */
+    sess_stop_paid(&s->meter); /* it bills no more */
     json_t *x = json_object();
+    if (s->meter.s)
+        json_object_set_new(x, "paid_seconds", json_real((double)s->meter.charged_ms / 1000.0));
     json_object_set_new(x, "reason", json_string(plm_session_end_name(sreg_end_of(svc->reg, s, NULL, 0))));
     sess_log("session_ended", NULL, s, x);
 }
@@ -139,14 +164,29 @@ static void on_timer(struct sess_svc *svc, struct sreg_session *s, uint64_t gen,
         struct plm_err err = {0};
         bool keeps_memory = false;
         if (ops->session_suspend(svc->provider, s->handle, &keeps_memory, &err) < 0) {
-            sreg_arm(svc->reg, s, now + s->idle_ms); /* a failed suspend is tried again */
+            /* a failed suspend is tried again, but a metered session still runs and bills: it
+             * must cover another idle period or it is closed (§3.3) */
+            struct plm_err perr = {0};
+            if (sess_cover_paid(svc, &s->meter, 0, s->idle_ms, &perr) < 0)
+                sess_end_now(svc, s, PLM_END_BOUNDARY_FAILED, "a failed suspend left it running past its paid time");
+            else
+                sreg_arm(svc->reg, s, now + s->idle_ms);
         } else {
+            sess_stop_paid(&s->meter); /* a suspended sandbox bills nothing */
             if (holds && !keeps_memory)
                 adm_release(svc->adm, s->caller);
             sreg_set_suspended(svc->reg, s, true, holds && keeps_memory);
             sreg_arm(svc->reg, s, s->deadline_ms); /* still ends at its lifetime */
             sess_log("session_suspended", NULL, s, NULL);
         }
+    } else if (spend_meter_running(&s->meter)) {
+        /* metered and never suspended (a provider without suspend): it bills on, so it covers
+         * another idle period from now or ends (§3.3) */
+        struct plm_err perr = {0};
+        if (sess_cover_paid(svc, &s->meter, 0, s->idle_ms, &perr) < 0)
+            sess_end_now(svc, s, PLM_END_CLOSED, "its paid time ran out while it stayed running");
+        else
+            sreg_arm(svc->reg, s, now + s->idle_ms < s->deadline_ms ? now + s->idle_ms : s->deadline_ms);
     } else {
         sreg_arm(svc->reg, s, s->deadline_ms);
     }

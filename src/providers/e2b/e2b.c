@@ -56,6 +56,7 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     d->cpus = s->cpus;
     d->evidence = proven ? &s->card : NULL;
     d->policy = proven ? s->card.policy : "";
+    d->billing_teardown_ms = E2B_BILLING_TEARDOWN_MS;
 }
 
 static int ops_preflight(struct plm_provider *p, struct plm_err *err)

@@ -22,6 +22,9 @@
 #define E2B_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define E2B_DEFAULT_TIMEOUT_MS 30000u  /* (spec) */
 #define E2B_MAX_TIMEOUT_MS 120000u     /* (spec) */
+/* What a run's VM can bill past its timeout: E2B ends it itself 10 s after the budget (create_body),
+ * and the create and delete requests take up to 20 s more. The paid allowance reserves this. */
+#define E2B_BILLING_TEARDOWN_MS 30000u
 #define E2B_ARTIFACTS_MAX (8u * 1024 * 1024) /* (spec) in total */
 #define E2B_CONTROL_TIMEOUT_MS 30000L  /* one control-plane call */
 #define E2B_DELETE_TIMEOUT_MS 10000L   /* (spec) one delete attempt */
