@@ -229,7 +229,7 @@ static json_t *run_javascript(const struct mcp_server *s, json_t *args)
         return bad;
     struct cli_conn conn = {.url = s->url, .token = token};
     struct cli_run_call call;
-    int r = cli_run_javascript(&conn, json_string_value(code), floor, timeout_ms, &call);
+    int r = cli_run_javascript(&conn, json_string_value(code), NULL, floor, timeout_ms, &call);
     cli_token_free(token);
     return mcp_call_result(&call, r, run_text, s->url);
 }

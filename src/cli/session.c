@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <editline/readline.h>
+
 #include "../core/cleanup.h"
 #include "../core/limits.h"
 #include "../wire/convert.h"
@@ -29,15 +31,32 @@ struct repl {
     bool broken; /* §5.3: an answer we could not check */
 };
 
+static bool only_blank_line(const char *s)
+{
+    return s[strspn(s, " \t\r")] == 0;
+}
+
 void cli_usage_repl(FILE *f)
 {
     fputs("usage: plimsoll repl [--language javascript|python] [--min-isolation TIER] [--timeout SECONDS]\n"
           "                     [--owner NAME] [--url URL] [--token-file FILE]\n"
           "\n"
-          "Opens a session, runs cells read from standard input in it (one per line on a terminal;\n"
-          "otherwise cells separated by lines holding only %%), checks every answer's record and the\n"
-          "session chain (fingerprint, sequence, previous digest), prints each cell's output and a\n"
-          "card line on stderr, then closes the session and checks its summary.\n"
+          "Opens a session, runs cells read from standard input in it, checks every answer's record\n"
+          "and the session chain (fingerprint, sequence, previous digest), prints each cell's output\n"
+          "and a card line on stderr, then closes the session and checks its summary.\n"
+          "\n"
+          "A cell is one or more lines; it ends at a blank line or at a line holding only %%, so a\n"
+          "Python block (`def f(x):` and its indented body) is one cell. On a terminal, lines are\n"
+          "edited with libedit and kept in this process's history (no history file is written);\n"
+          "the prompt is `> `, and `... ` inside a cell. End with Ctrl-D (end of input).\n"
+          "\n"
+          "  --language LANG        javascript (default) or python\n"
+          "  --min-isolation TIER   refuse unless the sandbox is at least TIER\n"
+          "  --timeout SECONDS      each cell's time limit, 0 < SECONDS <= 300\n"
+          "  --owner NAME           the session's owner label (per-owner caps, docs/sessions.md)\n"
+          "  --url URL              daemon base URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL ")\n"
+          "  --token-file FILE      bearer token file (default $PLIMSOLL_TOKEN, else no token)\n"
+          "\n"
           "Exit status: 0 all checked; 200 the open was refused; 202 a record or the chain did not\n"
           "check; 203 transport error; 204 usage error; 205 server error that may have run.\n",
           f);
@@ -219,39 +238,50 @@ static int run_cell(struct repl *r, const char *code)
     return 0;
 }
 
-/* Reads the next cell: a line on a terminal, else up to a line holding only %% (or EOF). */
-static char *next_cell(bool tty)
+/* One input line without its '\n' (malloc'd), or NULL at end of input. On a terminal it comes
+ * from libedit, with line editing and this process's history (kept in memory only: cells may
+ * carry secrets, so no history file is written). */
+static char *read_line(bool tty, bool continuation, size_t *len)
 {
-    size_t cap = 0, len = 0;
-    char *buf = NULL, *line = NULL;
-    size_t lcap = 0;
-    ssize_t n;
-    if (tty)
-        fputs("> ", stderr);
-    while ((n = getline(&line, &lcap, stdin)) >= 0) {
-        if (!tty && (strcmp(line, "%%\n") == 0 || strcmp(line, "%%") == 0)) {
-            if (len)
-                break;
-            continue;
-        }
-        if (len + (size_t)n + 1 > cap) {
-            cap = (len + (size_t)n + 1) * 2;
-            char *b = realloc(buf, cap);
-            if (!b || cap > LIM_CODE_MAX * 2) {
-                free(b ? b : buf);
-                free(line);
-                return NULL;
-            }
-            buf = b;
-        }
-        memcpy(buf + len, line, (size_t)n);
-        len += (size_t)n;
-        buf[len] = 0;
-        if (tty)
-            break;
+    char *line = NULL;
+    if (tty) {
+        line = readline(continuation ? "... " : "> ");
+        if (line && *line && !only_blank_line(line))
+            add_history(line);
+        *len = line ? strlen(line) : 0;
+        return line;
     }
-    free(line);
-    return buf;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, stdin);
+    if (n < 0) {
+        free(line);
+        return NULL;
+    }
+    if (n && line[n - 1] == '\n')
+        line[--n] = 0;
+    *len = (size_t)n;
+    return line;
+}
+
+/* Reads the next cell (cell.c's rule: it ends at a blank line, a %% line or the end of input).
+ * NULL at the end of input. A cell beyond the code limit is named and skipped. */
+static char *next_cell(bool tty, struct cli_cell *cell)
+{
+    for (;;) {
+        size_t len = 0;
+        char *line = read_line(tty, cell->len > 0, &len);
+        enum cli_cell_feed f = line ? cli_cell_feed(cell, line, len) : CLI_CELL_DONE;
+        free(line);
+        if (f == CLI_CELL_MORE)
+            continue;
+        bool dropped = cell->too_big;
+        char *code = cli_cell_take(cell);
+        if (dropped)
+            fprintf(stderr, "plimsoll repl: cell skipped: larger than %u KiB (the daemon's code limit)\n",
+                    LIM_CODE_MAX / 1024);
+        if (code || !line)
+            return code;
+    }
 }
 
 static int open_session(struct repl *r, const char *owner)
@@ -362,16 +392,22 @@ int cli_cmd_repl(int argc, char **argv)
     r.conn = (struct cli_conn){.url = cli_base_url(url_flag), .token = token};
     int rc = open_session(&r, owner);
     if (rc == 0) {
-        bool tty = isatty(0);
+        bool tty = isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+        if (tty)
+            stifle_history(1000);
+        struct cli_cell cell = {0};
         char *code;
-        while (!r.broken && (code = next_cell(tty))) {
-            if (strlen(code) && cli_utf8_valid((const uint8_t *)code, strlen(code))) {
+        while (!r.broken && (code = next_cell(tty, &cell))) {
+            if (!cli_utf8_valid((const uint8_t *)code, strlen(code))) {
+                fputs("plimsoll repl: cell skipped: not valid UTF-8\n", stderr);
+            } else {
                 int x = run_cell(&r, code);
                 if (x == CLI_EXIT_RECORD || x == CLI_EXIT_TRANSPORT)
                     rc = x;
             }
             free(code);
         }
+        cli_cell_done(&cell);
         int x = close_session(&r);
         if (rc == 0)
             rc = x;
