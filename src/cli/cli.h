@@ -291,6 +291,24 @@ void cli_usage_project(FILE *f);
 int cli_cmd_describe(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_repl(int argc, char **argv); /* session.c */
+
+/* session.c: one session as a client must hold it (the chain it checked, never the id printed).
+ * Cell output goes to `out`, card lines and diagnostics to `err` (the repl: stdout and stderr;
+ * mcp: memory streams). Each call returns 0 or the exit status that describes what went wrong. */
+struct cli_session {
+    struct cli_conn conn;
+    const char *language;
+    const char *floor;
+    enum plm_tier floor_tier;
+    int32_t timeout_ms;
+    char id[64], fp[PLM_HEX_SHA256], last[PLM_HEX_SHA256];
+    uint64_t calls;
+    bool broken; /* an answer we could not check: nothing more is sent but the close */
+    FILE *out, *err;
+};
+int cli_session_open(struct cli_session *s, const char *owner);
+int cli_session_cell(struct cli_session *s, const char *code);
+int cli_session_close(struct cli_session *s);
 void cli_usage_repl(FILE *f);
 void cli_usage_main(FILE *f);
 void cli_usage_run(FILE *f);
