@@ -4,7 +4,7 @@
 set -eu
 pkgs="gcc make pkg-config meson ninja-build clang libclang-rt-14-dev python3 xz-utils ca-certificates curl
       libjansson-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev
-      libssl-dev libgnutls28-dev openssl libseccomp-dev nodejs chromium mandoc man-db systemd
+      libssl-dev libgnutls28-dev openssl libseccomp-dev libedit-dev nodejs chromium mandoc man-db systemd
       qemu-system-x86 busybox-static e2fsprogs"
 missing=""
 for p in $pkgs; do

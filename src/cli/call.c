@@ -68,8 +68,8 @@ static void run_request(const struct cli_conn *conn, const Plimsoll__V1__RunRequ
                                 : cli_exit_status(&call->o, jr);
 }
 
-int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *floor, int32_t timeout_ms,
-                       struct cli_run_call *call)
+int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *grant, const char *floor,
+                       int32_t timeout_ms, struct cli_run_call *call)
 {
     memset(call, 0, sizeof *call);
     call->floor = floor ? floor : "";
@@ -78,6 +78,7 @@ int cli_run_javascript(const struct cli_conn *conn, const char *code, const char
         return -1; /* judged locally by every caller before this; nothing is sent */
     Plimsoll__V1__JavaScriptRun js = PLIMSOLL__V1__JAVA_SCRIPT_RUN__INIT;
     js.code = (char *)code;
+    js.grant_profile = (char *)(grant ? grant : "");
     Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
     req.protocol = CLI_PROTOCOL;
     req.minimum_isolation = (char *)call->floor;

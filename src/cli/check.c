@@ -456,3 +456,10 @@ int cli_timeout_ms(double seconds, int32_t *ms)
     *ms = (int32_t)(m < 1 ? 1 : m);
     return 0;
 }
+
+bool cli_grant_name_valid(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+    return len >= 1 && len <= LIM_GRANT_PROFILE_MAX &&
+           strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == len;
+}

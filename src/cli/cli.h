@@ -34,6 +34,7 @@ enum cli_exit {
     CLI_EXIT_TRANSPORT = 203,          /* transport or protocol error (incl. describe protocol mismatch) */
     CLI_EXIT_USAGE = 204,              /* bad command line or unreadable input; nothing was sent */
     CLI_EXIT_SERVER = 205,             /* server error without a not-dispatched mark: may have run */
+    CLI_EXIT_ARTIFACTS = 206,          /* `project`: checked run, but an artifact could not be written */
 };
 
 enum cli_verdict {
@@ -163,6 +164,8 @@ int cli_exit_status(const struct cli_outcome *o, const Plimsoll__V1__JavaScriptR
 int cli_timeout_ms(double seconds, int32_t *ms);
 /* "plimsoll CMD: <message>" and the --help hint on stderr; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A grant profile name as the daemon accepts it: 1..128 bytes of A-Z a-z 0-9 . _ - */
+bool cli_grant_name_valid(const char *name);
 /* A short machine name for a verdict: ran, refused, evidence_mismatch, record_mismatch,
  * transport_error, error. */
 const char *cli_verdict_name(enum cli_verdict v);
@@ -217,11 +220,12 @@ struct cli_run_call {
     bool checked;                               /* verdict ran or evidence mismatch: output vouched for */
     struct cli_run_report rep;                  /* points into this struct: never copy it */
 };
-/* Sends one snippet (code must be UTF-8 without NUL; floor "" or process..vm, else -1 and nothing
+/* Sends one snippet (code must be UTF-8 without NUL; grant NULL or "" for none, else a profile name;
+ * floor "" or process..vm, else -1 and nothing
  * is sent) and checks the answer. 0 with *call filled whatever the daemon said; free with
  * cli_run_call_done. */
-int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *floor, int32_t timeout_ms,
-                       struct cli_run_call *call);
+int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *grant, const char *floor,
+                       int32_t timeout_ms, struct cli_run_call *call);
 /* The same for a project (files, steps, artifacts as the caller built them, not owned). */
 int cli_run_project(const struct cli_conn *conn, Plimsoll__V1__ProjectRun *project, const char *floor,
                     int32_t timeout_ms, struct cli_run_call *call);
@@ -234,10 +238,77 @@ Plimsoll__V1__DescribeResponse *cli_describe_call(const struct cli_conn *conn, s
 int cli_cmd_mcp(int argc, char **argv);
 void cli_usage_mcp(FILE *f);
 
+/* ---- project_files.c: `plimsoll project`'s directory and --out (unit-tested in cli_test.c) ---- */
+
+struct cli_project_files {
+    size_t n;
+    char **paths;    /* relative, '/'-separated, byte order */
+    char **contents; /* UTF-8 text without NUL */
+    size_t total;    /* content bytes */
+};
+/* Reads every regular file under dir (recursively, in byte order) within the wire's limits (200
+ * files, 4 MiB in all, paths of 1024 bytes). A symlink is followed only to a regular file inside
+ * dir; one that escapes, a special file, a non-UTF-8 file or any limit exceeded is -1 with the
+ * reason in why (nothing kept). */
+int cli_project_read_dir(const char *dir, struct cli_project_files *out, char *why, size_t why_n);
+void cli_project_files_done(struct cli_project_files *f);
+/* A relative path without empty, `.` or `..` components, at most 1024 bytes. */
+bool cli_artifact_path_safe(const char *path);
+/* Creates dir (one level; *created set) or opens it when it exists and is empty; its fd, or -1
+ * with why. */
+int cli_out_prepare(const char *dir, bool *created, char *why, size_t why_n);
+/* Writes one artifact under out_fd: intermediate directories created, no symlink followed, an
+ * existing file never replaced (O_EXCL). 0, or -1 with why (a partial file is removed). */
+int cli_artifact_write(int out_fd, const char *path, const uint8_t *data, size_t len, char *why, size_t why_n);
+
+/* ---- cell.c: the repl's cell reader (unit-tested in cli_test.c) ---- */
+
+/* A cell ends at a blank line or a line holding only %% (surrounding blanks ignored) once it has
+ * content; blank and %% lines before any content are skipped. Lines are fed without their '\n'. */
+struct cli_cell {
+    char *buf; /* the cell so far, lines joined with '\n' (malloc'd) */
+    size_t len, cap;
+    bool too_big; /* beyond the daemon's 256 KiB code limit: the cell is dropped */
+};
+enum cli_cell_feed { CLI_CELL_MORE, CLI_CELL_DONE };
+enum cli_cell_feed cli_cell_feed(struct cli_cell *c, const char *line, size_t len);
+/* The cell's text (owned by the caller) and a reset; NULL when empty. */
+char *cli_cell_take(struct cli_cell *c);
+void cli_cell_done(struct cli_cell *c);
+
 /* ---- subcommands ---- */
+
+/* One row of main.c's command table: `plimsoll NAME ARGS…` calls run(argc, argv) with argv[0] =
+ * NAME; `plimsoll help NAME` and `NAME --help` print usage. */
+struct cli_command {
+    const char *name;
+    const char *summary; /* one line of `plimsoll --help` (a second one indented by 13) */
+    int (*run)(int argc, char **argv);
+    void (*usage)(FILE *f);
+};
+int cli_cmd_project(int argc, char **argv); /* project.c */
+void cli_usage_project(FILE *f);
 int cli_cmd_describe(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_repl(int argc, char **argv); /* session.c */
+
+/* session.c: one session as a client must hold it (the chain it checked, never the id printed).
+ * Cell output goes to `out`, card lines and diagnostics to `err` (the repl: stdout and stderr;
+ * mcp: memory streams). Each call returns 0 or the exit status that describes what went wrong. */
+struct cli_session {
+    struct cli_conn conn;
+    const char *language;
+    const char *floor;
+    enum plm_tier floor_tier;
+    int32_t timeout_ms;
+    char id[64], fp[PLM_HEX_SHA256], last[PLM_HEX_SHA256];
+    uint64_t calls;
+    bool broken; /* an answer we could not check: nothing more is sent but the close */
+    FILE *out, *err;
+};
+int cli_session_open(struct cli_session *s, const char *owner);
+int cli_session_cell(struct cli_session *s, const char *code);
+int cli_session_close(struct cli_session *s);
 void cli_usage_repl(FILE *f);
 void cli_usage_main(FILE *f);
 void cli_usage_run(FILE *f);

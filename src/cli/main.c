@@ -1,4 +1,5 @@
-/* main.c: `plimsoll`, the command-line client: subcommand dispatch and the top-level usage.
+/* main.c: `plimsoll`, the command-line client: the command table, its dispatch and the top-level
+ * usage.
  * Owns: libcurl's global state for the life of the process.
  * Trusts: nothing; each subcommand parses its own arguments and rejects unknown flags with
  * exit 204 before anything is sent. */
@@ -9,21 +10,39 @@
 
 #include "cli.h"
 
+/* The command table: a new command is one row (its run and usage functions live in its own file).
+ * Order is the order of `plimsoll --help`. */
+static const struct cli_command commands[] = {
+    {"describe", "show the daemon's provider, tier, protocol, environments, resources, policy\n"
+                 "             and evidence card", cli_cmd_describe, cli_usage_describe},
+    {"run", "run one JavaScript snippet and check the answer's record and tier", cli_cmd_run, cli_usage_run},
+    {"project", "run a directory's files with shell steps; bring artifacts back", cli_cmd_project,
+     cli_usage_project},
+    {"repl", "open a session and run cells in it (JavaScript or Python), checking the chain", cli_cmd_repl,
+     cli_usage_repl},
+    {"mcp", "serve the Model Context Protocol on stdio for agent hosts", cli_cmd_mcp, cli_usage_mcp},
+};
+
+static const struct cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
 void cli_usage_main(FILE *f)
 {
-    fputs("usage: plimsoll <command> [options]\n"
-          "\n"
-          "Commands:\n"
-          "  describe   show the daemon's provider, tier, protocol, environments, resources,\n"
-          "             policy and evidence card\n"
-          "  run        run one JavaScript snippet and check the answer's record and tier\n"
-          "  mcp        serve the Model Context Protocol on stdio for agent hosts\n"
-          "  help [COMMAND]\n"
+    fputs("usage: plimsoll <command> [options]\n\nCommands:\n", f);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("  help [COMMAND]\n"
           "\n"
           "Common options: --url URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL "),\n"
-          "--token-file FILE (default $PLIMSOLL_TOKEN), --json. `plimsoll COMMAND --help` for more.\n"
+          "--token-file FILE (default: the token in $PLIMSOLL_TOKEN), --json. `plimsoll COMMAND --help`\n"
+          "for more.\n"
           "\n"
-          "Exit status of `run`:\n"
+          "Exit status of `run` and `project`:\n"
           "  0-198  the guest's exit code after a checked run (124: timed out)\n"
           "  199    checked run whose guest exit code is outside 0-198 (the card shows it)\n"
           "  200    refused before dispatch: no code ran\n"
@@ -34,6 +53,7 @@ void cli_usage_main(FILE *f)
           "         `describe`: the daemon serves another protocol)\n"
           "  204    usage error; nothing was sent\n"
           "  205    the daemon answered an error without a not-dispatched mark: code may have run\n"
+          "  206    `project`: the run checked but an artifact could not be written into --out\n"
           "\n"
           "See docs/cli.md.\n",
           f);
@@ -59,29 +79,17 @@ static int dispatch(int argc, char **argv)
             cli_usage_main(stdout);
             return 0;
         }
-        if (argc == 3 && strcmp(argv[2], "run") == 0) {
-            cli_usage_run(stdout);
-            return 0;
-        }
-        if (argc == 3 && strcmp(argv[2], "mcp") == 0) {
-            cli_usage_mcp(stdout);
-            return 0;
-        }
-        if (argc == 3 && strcmp(argv[2], "describe") == 0) {
-            cli_usage_describe(stdout);
+        const struct cli_command *c = argc == 3 ? find_command(argv[2]) : NULL;
+        if (c) {
+            c->usage(stdout);
             return 0;
         }
         fprintf(stderr, "plimsoll help: unknown command `%s`\n", argv[2]);
         return CLI_EXIT_USAGE;
     }
-    if (strcmp(cmd, "run") == 0)
-        return cli_cmd_run(argc - 1, argv + 1);
-    if (strcmp(cmd, "describe") == 0)
-        return cli_cmd_describe(argc - 1, argv + 1);
-    if (strcmp(cmd, "repl") == 0)
-        return cli_cmd_repl(argc - 1, argv + 1);
-    if (strcmp(cmd, "mcp") == 0)
-        return cli_cmd_mcp(argc - 1, argv + 1);
+    const struct cli_command *c = find_command(cmd);
+    if (c)
+        return c->run(argc - 1, argv + 1);
     if (cmd[0] == '-')
         fprintf(stderr, "plimsoll: unknown option `%s`\n(try `plimsoll --help`)\n", cmd);
     else

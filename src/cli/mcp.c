@@ -31,8 +31,10 @@ void cli_usage_mcp(FILE *f)
     fputs("usage: plimsoll mcp [--url URL] [--token-file FILE]\n"
           "\n"
           "Serves the Model Context Protocol on standard input and output (JSON-RPC 2.0, one message\n"
-          "per line) for an agent host. Tools: run_javascript (code, timeout, min_isolation),\n"
-          "run_project (when the daemon runs projects) and describe. Each run is checked like\n"
+          "per line) for an agent host. Tools: run_javascript (code, timeout, min_isolation, grant),\n"
+          "describe, and where the daemon supports them run_project, open_session / run_cell /\n"
+          "close_session and run_python; descriptions state the daemon's runtime, limits and tier\n"
+          "(from Describe). Each run is checked like\n"
           "`plimsoll run` (request id, record digests, tier against the floor); its result carries\n"
           "the output and the run card, and a refusal is a tool error stating that no code ran.\n"
           "\n"
@@ -212,6 +214,7 @@ int cli_cmd_mcp(int argc, char **argv)
         }
         json_decref(answer);
     }
+    mcp_sessions_close_all(&s); /* the host went away: leave no session behind */
     mcp_reader_done(&rd);
     return status;
 }

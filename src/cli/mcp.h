@@ -28,11 +28,23 @@ void mcp_reader_done(struct mcp_reader *r);
  * reported once (TOO_LONG) and its bytes skipped; a last line without '\n' still counts. */
 enum mcp_line mcp_read_line(struct mcp_reader *r, const char **line, size_t *len);
 
+#define MCP_SESSIONS_MAX 8
+
+/* One session opened through the MCP tools; the host knows only its handle. */
+struct mcp_session {
+    bool used;
+    char handle[16]; /* "s<n>" */
+    char language[16], floor[16];
+    struct cli_session s;
+};
+
 struct mcp_server {
     const char *url;        /* daemon base URL */
     const char *token_file; /* --token-file, else $PLIMSOLL_TOKEN (read per call) */
     bool initialized;       /* initialize answered */
     char protocol[16];      /* the revision agreed */
+    struct mcp_session sessions[MCP_SESSIONS_MAX];
+    unsigned session_seq;
 };
 
 /* Handles one parsed JSON-RPC message; returns the answer to write (a new reference) or NULL for
@@ -41,7 +53,7 @@ json_t *mcp_handle(struct mcp_server *s, json_t *msg);
 /* The tools: the tools/list result, and one tools/call result (a CallToolResult object), or NULL
  * with *rpc_code and *rpc_msg set for a protocol error (unknown tool). */
 json_t *mcp_tools_list(const struct mcp_server *s);
-json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
+json_t *mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
                        const char **rpc_msg);
 
 /* mcp_tools.c helpers shared with mcp_project.c. */
@@ -65,5 +77,17 @@ void mcp_failure_text(FILE *m, const struct cli_outcome *o, const char *url);
 
 /* mcp_project.c: the run_project tool. */
 json_t *mcp_project_tool(void);
-bool mcp_daemon_runs_projects(const struct mcp_server *s);
 json_t *mcp_run_project(const struct mcp_server *s, json_t *args);
+
+/* mcp_session.c: the tools shaped by Describe, and the session tools. */
+/* Adds the tools the daemon supports (run_project, the session tools, run_python), the grant
+ * argument where grants are proven, and the daemon's runtime, limits and tier to descriptions. */
+void mcp_tailor_tools(json_t *list, const Plimsoll__V1__DescribeResponse *d);
+json_t *mcp_open_session(struct mcp_server *s, json_t *args);
+json_t *mcp_run_cell(struct mcp_server *s, json_t *args);
+json_t *mcp_close_session(struct mcp_server *s, json_t *args);
+json_t *mcp_run_python(struct mcp_server *s, json_t *args);
+/* Closes every session still open (at the end of input). */
+void mcp_sessions_close_all(struct mcp_server *s);
+/* A grant argument: NULL when absent or valid (*grant set), else the bad-arguments tool error. */
+json_t *mcp_grant_argument(json_t *args, const char **grant);

@@ -34,22 +34,6 @@ json_t *mcp_project_tool(void)
         "annotations", "readOnlyHint", 0, "destructiveHint", 0, "openWorldHint", 0);
 }
 
-bool mcp_daemon_runs_projects(const struct mcp_server *s)
-{
-    struct plm_err err = {0};
-    char *token = NULL;
-    if (cli_token_load(s->token_file, &token, &err) < 0)
-        return false;
-    struct cli_conn conn = {.url = s->url, .token = token};
-    struct cli_outcome o;
-    Plimsoll__V1__DescribeResponse *d = cli_describe_call(&conn, &o);
-    cli_token_free(token);
-    bool yes = d && d->supports_project;
-    if (d)
-        protobuf_c_message_free_unpacked(&d->base, NULL);
-    return yes;
-}
-
 static bool string_array(json_t *a, size_t max, size_t max_len)
 {
     if (!json_is_array(a) || json_array_size(a) > max)
@@ -117,8 +101,9 @@ json_t *mcp_run_project(const struct mcp_server *s, json_t *args)
     json_t *v;
     json_object_foreach(args, key, v) {
         if (strcmp(key, "files") && strcmp(key, "steps") && strcmp(key, "artifacts") && strcmp(key, "timeout") &&
-            strcmp(key, "min_isolation"))
-            return mcp_bad_arguments("unknown argument (expected files, steps, artifacts, timeout, min_isolation)");
+            strcmp(key, "min_isolation") && strcmp(key, "grant"))
+            return mcp_bad_arguments(
+                "unknown argument (expected files, steps, artifacts, timeout, min_isolation, grant)");
     }
     json_t *files = json_object_get(args, "files"), *steps = json_object_get(args, "steps"),
            *arts = json_object_get(args, "artifacts");
@@ -141,7 +126,10 @@ json_t *mcp_run_project(const struct mcp_server *s, json_t *args)
         return mcp_bad_arguments("file contents exceed 4 MiB in total");
     int32_t timeout_ms = 0;
     const char *floor = "";
+    const char *grant = "";
     json_t *bad = mcp_run_limits(args, &timeout_ms, &floor);
+    if (!bad)
+        bad = mcp_grant_argument(args, &grant);
     if (bad)
         return bad;
 
@@ -171,6 +159,7 @@ json_t *mcp_run_project(const struct mcp_server *s, json_t *args)
     pr.steps = st;
     pr.n_artifacts = n_arts;
     pr.artifacts = ar;
+    pr.grant_profile = (char *)grant;
 
     char *token = NULL;
     if ((bad = mcp_load_token(s, &token)))

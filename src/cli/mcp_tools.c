@@ -200,15 +200,15 @@ static char *run_text(const struct cli_run_call *call, const json_t *j, const ch
 
 static json_t *run_javascript(const struct mcp_server *s, json_t *args)
 {
-    const char *known[] = {"code", "timeout", "min_isolation"};
+    const char *known[] = {"code", "timeout", "min_isolation", "grant"};
     const char *key;
     json_t *v;
     json_object_foreach(args, key, v) {
         bool ok = false;
-        for (size_t i = 0; i < 3; i++)
+        for (size_t i = 0; i < 4; i++)
             ok |= strcmp(key, known[i]) == 0;
         if (!ok)
-            return mcp_bad_arguments("unknown argument (expected code, timeout, min_isolation)");
+            return mcp_bad_arguments("unknown argument (expected code, timeout, min_isolation, grant)");
     }
     json_t *code = json_object_get(args, "code");
     if (!json_is_string(code))
@@ -220,7 +220,10 @@ static json_t *run_javascript(const struct mcp_server *s, json_t *args)
         return mcp_bad_arguments("code is larger than 256 KiB");
     int32_t timeout_ms = 0;
     const char *floor = "";
+    const char *grant = "";
     json_t *bad = mcp_run_limits(args, &timeout_ms, &floor);
+    if (!bad)
+        bad = mcp_grant_argument(args, &grant);
     if (bad)
         return bad;
 
@@ -229,7 +232,7 @@ static json_t *run_javascript(const struct mcp_server *s, json_t *args)
         return bad;
     struct cli_conn conn = {.url = s->url, .token = token};
     struct cli_run_call call;
-    int r = cli_run_javascript(&conn, json_string_value(code), floor, timeout_ms, &call);
+    int r = cli_run_javascript(&conn, json_string_value(code), grant, floor, timeout_ms, &call);
     cli_token_free(token);
     return mcp_call_result(&call, r, run_text, s->url);
 }
@@ -277,18 +280,39 @@ static json_t *describe(const struct mcp_server *s, json_t *args)
     return mcp_tool_result(d->protocol != CLI_PROTOCOL, buf, NULL, structured);
 }
 
-/* run_project is listed only when the daemon says it runs projects (a Describe per list). */
+json_t *mcp_grant_argument(json_t *args, const char **grant)
+{
+    json_t *g = json_object_get(args, "grant");
+    if (!g || json_is_null(g))
+        return NULL;
+    if (!json_is_string(g) || !cli_grant_name_valid(json_string_value(g)))
+        return mcp_bad_arguments("grant must be a profile name: 1 to 128 of A-Z a-z 0-9 . _ -");
+    *grant = json_string_value(g);
+    return NULL;
+}
+
+/* The tools follow one Describe per list: run_project, the session tools and run_python only where
+ * the daemon supports them, and every description names the runtime, limits and tier. A daemon
+ * that cannot be described gets the base tools, whose calls will then say why they fail. */
 json_t *mcp_tools_list(const struct mcp_server *s)
 {
     json_t *r = base_tools();
     if (!r)
         return NULL;
-    if (mcp_daemon_runs_projects(s))
-        json_array_append_new(json_object_get(r, "tools"), mcp_project_tool());
+    struct plm_err err = {0};
+    char *token = NULL;
+    if (cli_token_load(s->token_file, &token, &err) < 0)
+        return r;
+    struct cli_conn conn = {.url = s->url, .token = token};
+    struct cli_outcome o;
+    cli_cleanup_pb Plimsoll__V1__DescribeResponse *d = cli_describe_call(&conn, &o);
+    cli_token_free(token);
+    if (d)
+        mcp_tailor_tools(r, d);
     return r;
 }
 
-json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
+json_t *mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
                        const char **rpc_msg)
 {
     json_t *empty = NULL;
@@ -301,6 +325,14 @@ json_t *mcp_tools_call(const struct mcp_server *s, const char *name, json_t *arg
         r = mcp_run_project(s, args);
     } else if (strcmp(name, "describe") == 0) {
         r = describe(s, args);
+    } else if (strcmp(name, "open_session") == 0) {
+        r = mcp_open_session(s, args);
+    } else if (strcmp(name, "run_cell") == 0) {
+        r = mcp_run_cell(s, args);
+    } else if (strcmp(name, "close_session") == 0) {
+        r = mcp_close_session(s, args);
+    } else if (strcmp(name, "run_python") == 0) {
+        r = mcp_run_python(s, args);
     } else {
         *rpc_code = -32602;
         *rpc_msg = "unknown tool";

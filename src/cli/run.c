@@ -20,8 +20,8 @@
 
 void cli_usage_run(FILE *f)
 {
-    fputs("usage: plimsoll run [-e CODE | FILE | -] [--min-isolation TIER] [--timeout SECONDS]\n"
-          "                    [--url URL] [--token-file FILE] [--json]\n"
+    fputs("usage: plimsoll run [-e CODE | FILE | -] [--grant PROFILE] [--min-isolation TIER]\n"
+          "                    [--timeout SECONDS] [--url URL] [--token-file FILE] [--json]\n"
           "\n"
           "Runs one JavaScript snippet in the daemon's sandbox and checks the answer: the request id\n"
           "echo, the run record's digests, and the actual tier against the floor.\n"
@@ -29,6 +29,8 @@ void cli_usage_run(FILE *f)
           "  -e, --eval CODE        the snippet as an argument\n"
           "  FILE                   read the snippet from FILE ('-' or no source: standard input,\n"
           "                         unless it is a terminal)\n"
+          "  --grant PROFILE        the grant profile whose API the snippet may call through its\n"
+          "                         `host` object (docs/grants.md)\n"
           "  --min-isolation TIER   refuse unless the sandbox is at least TIER:\n"
           "                         process, container, kernel or vm\n"
           "  --timeout SECONDS      run time limit, 0 < SECONDS <= 300 (default: the daemon's)\n"
@@ -124,12 +126,14 @@ static int emit(const struct cli_run_report *r, const Plimsoll__V1__JavaScriptRe
 
 int cli_cmd_run(int argc, char **argv)
 {
-    const char *code_arg = NULL, *floor = "", *timeout_arg = NULL, *url_flag = NULL, *token_file = NULL;
+    const char *code_arg = NULL, *floor = "", *timeout_arg = NULL, *url_flag = NULL, *token_file = NULL,
+               *grant = NULL;
     bool json_out = false, floor_set = false;
     static const struct option opts[] = {
         {"eval", required_argument, NULL, 'e'},
         {"min-isolation", required_argument, NULL, 'i'},
         {"timeout", required_argument, NULL, 't'},
+        {"grant", required_argument, NULL, 'g'},
         {"url", required_argument, NULL, 'u'},
         {"token-file", required_argument, NULL, 'k'},
         {"json", no_argument, NULL, 'j'},
@@ -157,6 +161,11 @@ int cli_cmd_run(int argc, char **argv)
                 return cli_usage_error("run", "%s", "--timeout given twice");
             timeout_arg = optarg;
             break;
+        case 'g':
+            if (grant)
+                return cli_usage_error("run", "%s", "--grant given twice");
+            grant = optarg;
+            break;
         case 'u': url_flag = optarg; break;
         case 'k': token_file = optarg; break;
         case 'j': json_out = true; break;
@@ -178,6 +187,8 @@ int cli_cmd_run(int argc, char **argv)
     struct plm_err err = {0};
     if (tier_parse_floor(floor, &floor_tier, &err) < 0)
         return cli_usage_error("run", "--min-isolation `%s`: must be process, container, kernel or vm", floor);
+    if (grant && !cli_grant_name_valid(grant))
+        return cli_usage_error("run", "--grant `%s`: 1 to %d of A-Z a-z 0-9 . _ -", grant, LIM_GRANT_PROFILE_MAX);
     int32_t timeout_ms = 0;
     if (timeout_arg && parse_timeout(timeout_arg, &timeout_ms) < 0)
         return cli_usage_error("run", "--timeout `%s`: must be a number of seconds, 0 < S <= 300", timeout_arg);
@@ -201,7 +212,7 @@ int cli_cmd_run(int argc, char **argv)
 
     struct cli_conn conn = {.url = cli_base_url(url_flag), .token = token};
     struct cli_run_call call;
-    r = cli_run_javascript(&conn, code, floor, timeout_ms, &call);
+    r = cli_run_javascript(&conn, code, grant, floor, timeout_ms, &call);
     cli_token_free(token);
     token = NULL;
     if (r < 0)

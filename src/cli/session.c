@@ -1,11 +1,10 @@
-/* session.c: `plimsoll repl`: one session, cells read from standard input, the record chain
- * checked as a client must (sessions.md §5.2-§5.4), a card line per cell, the close summary
+/* session.c: one session as a client holds it (for `plimsoll repl` and `plimsoll mcp`): the
+ * record chain checked as a client must (docs/sessions.md), a card line per cell, the close summary
  * checked against what we saw.
  * Owns: the session id (kept in memory only, never printed), the chain (calls, last digest), the
  * messages we encode (the only things the request digests are recomputed from).
  * Trusts: nothing in an answer until its record checked; after an answer that could not be
  * checked nothing more is sent on the session (§5.3) except the close. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,35 +17,9 @@
 
 #define SVC "/plimsoll.v1.SandboxService/"
 
-struct repl {
-    struct cli_conn conn;
-    const char *language;
-    const char *floor;
-    enum plm_tier floor_tier;
-    int32_t timeout_ms;
-    char id[64], fp[PLM_HEX_SHA256], last[PLM_HEX_SHA256];
-    uint64_t calls;
-    bool broken; /* §5.3: an answer we could not check */
-};
-
-void cli_usage_repl(FILE *f)
-{
-    fputs("usage: plimsoll repl [--language javascript|python] [--min-isolation TIER] [--timeout SECONDS]\n"
-          "                     [--owner NAME] [--url URL] [--token-file FILE]\n"
-          "\n"
-          "Opens a session, runs cells read from standard input in it (one per line on a terminal;\n"
-          "otherwise cells separated by lines holding only %%), checks every answer's record and the\n"
-          "session chain (fingerprint, sequence, previous digest), prints each cell's output and a\n"
-          "card line on stderr, then closes the session and checks its summary.\n"
-          "Exit status: 0 all checked; 200 the open was refused; 202 a record or the chain did not\n"
-          "check; 203 transport error; 204 usage error; 205 server error that may have run.\n",
-          f);
-}
-
-
 /* POSTs m; on a bound 200 decodes it as `d`. Returns the decoded message or NULL with *o saying
  * what happened, and the raw error body in *err_body (malloc'd) for detail parsing. */
-static ProtobufCMessage *post(struct repl *r, const char *proc, const ProtobufCMessage *m,
+static ProtobufCMessage *post(struct cli_session *r, const char *proc, const ProtobufCMessage *m,
                               const ProtobufCMessageDescriptor *d, struct cli_outcome *o, char **err_body)
 {
     *err_body = NULL;
@@ -82,7 +55,7 @@ static ProtobufCMessage *post(struct repl *r, const char *proc, const ProtobufCM
 }
 
 /* §5.2: the record check, then the chain. */
-static int check_chain(struct repl *r, const Plimsoll__V1__SessionRunRequest *sent, const Plimsoll__V1__RunRecord *m,
+static int check_chain(struct cli_session *r, const Plimsoll__V1__SessionRunRequest *sent, const Plimsoll__V1__RunRecord *m,
                        const Plimsoll__V1__RunResponse *resp, char *why, size_t n)
 {
     struct plm_record rec;
@@ -124,7 +97,7 @@ static int check_chain(struct repl *r, const Plimsoll__V1__SessionRunRequest *se
 }
 
 /* An error answer: an UnansweredCall record is checked and chained; a refusal is reported. */
-static int cell_error(struct repl *r, const Plimsoll__V1__SessionRunRequest *sent, const struct cli_outcome *o,
+static int cell_error(struct cli_session *r, const Plimsoll__V1__SessionRunRequest *sent, const struct cli_outcome *o,
                       const char *body)
 {
     cli_cleanup_json json_t *j = body ? json_loads(body, 0, NULL) : NULL;
@@ -146,32 +119,32 @@ static int cell_error(struct repl *r, const Plimsoll__V1__SessionRunRequest *sen
         if (u)
             plimsoll__v1__unanswered_call__free_unpacked(u, NULL);
         if (rc < 0) {
-            fprintf(stderr, "[cell %llu] unanswered call whose record does not check: %s\n",
+            fprintf(r->err, "[cell %llu] unanswered call whose record does not check: %s\n",
                     (unsigned long long)r->calls + 1, why);
             r->broken = true;
             return CLI_EXIT_RECORD;
         }
-        fprintf(stderr, "[cell %llu] %s (may have run; chained as unanswered) · record %.12s\n",
+        fprintf(r->err, "[cell %llu] %s (may have run; chained as unanswered) · record %.12s\n",
                 (unsigned long long)r->calls, o->code, r->last);
         return CLI_EXIT_SERVER;
     }
     if (o->verdict == CLI_V_REFUSED) {
         char rn[32];
         cli_reason_name(o->refusal, rn, sizeof rn);
-        fprintf(stderr, "[refused: %s] %s: ", rn, o->code);
-        cli_put_safe(stderr, o->message, "");
-        fputc('\n', stderr);
+        fprintf(r->err, "[refused: %s] %s: ", rn, o->code);
+        cli_put_safe(r->err, o->message, "");
+        fputc('\n', r->err);
         return CLI_EXIT_REFUSED;
     }
     r->broken = true; /* §5.3: nothing more is sent on this session */
-    fprintf(stderr, "[cell %llu] %s, not checkable (%s); no further cells are sent: ", (unsigned long long)r->calls + 1,
+    fprintf(r->err, "[cell %llu] %s, not checkable (%s); no further cells are sent: ", (unsigned long long)r->calls + 1,
             o->code[0] ? o->code : "error", cli_verdict_name(o->verdict));
-    cli_put_safe(stderr, o->message, "");
-    fputc('\n', stderr);
+    cli_put_safe(r->err, o->message, "");
+    fputc('\n', r->err);
     return o->verdict == CLI_V_TRANSPORT ? CLI_EXIT_TRANSPORT : CLI_EXIT_SERVER;
 }
 
-static int run_cell(struct repl *r, const char *code)
+int cli_session_cell(struct cli_session *r, const char *code)
 {
     Plimsoll__V1__CellRun cell = PLIMSOLL__V1__CELL_RUN__INIT;
     cell.language = (char *)r->language;
@@ -195,21 +168,21 @@ static int run_cell(struct repl *r, const char *code)
         check_chain(r, &req, run->record, run, why, sizeof why) < 0) {
         if (!run || !run->record || run->result_case != PLIMSOLL__V1__RUN_RESPONSE__RESULT_CELL)
             snprintf(why, sizeof why, "the answer carries no cell result and record");
-        fprintf(stderr, "[cell %llu] record mismatch, output withheld: %s\n", (unsigned long long)r->calls + 1, why);
+        fprintf(r->err, "[cell %llu] record mismatch, output withheld: %s\n", (unsigned long long)r->calls + 1, why);
         r->broken = true;
         return CLI_EXIT_RECORD;
     }
     const Plimsoll__V1__CellResult *c = run->cell;
     if (c->stdout.len) /* an empty bytes field may have no buffer, which fwrite must not see */
-        fwrite(c->stdout.data, 1, c->stdout.len, stdout);
-    fflush(stdout);
+        fwrite(c->stdout.data, 1, c->stdout.len, r->out);
+    fflush(r->out);
     if (c->stderr.len)
-        fwrite(c->stderr.data, 1, c->stderr.len, stderr);
-    fprintf(stderr, "[cell %llu] exit %d%s%s%s · %s/%s · record %.12s · chain ok\n", (unsigned long long)r->calls,
+        fwrite(c->stderr.data, 1, c->stderr.len, r->err);
+    fprintf(r->err, "[cell %llu] exit %d%s%s%s · %s/%s · record %.12s · chain ok\n", (unsigned long long)r->calls,
             c->exit_code, c->timed_out ? " (timed out)" : "", c->interpreter_started ? " · fresh interpreter" : "",
             c->interpreter_ended ? " · interpreter ended" : "", run->sandbox, run->isolation, r->last);
     if (resp->ended) {
-        fprintf(stderr, "[session ended: %s]\n", protobuf_c_enum_descriptor_get_value(&plimsoll__v1__session_end__descriptor,
+        fprintf(r->err, "[session ended: %s]\n", protobuf_c_enum_descriptor_get_value(&plimsoll__v1__session_end__descriptor,
                                                                                    (int)resp->ended)
                                                      ? protobuf_c_enum_descriptor_get_value(
                                                            &plimsoll__v1__session_end__descriptor, (int)resp->ended)->name
@@ -219,42 +192,7 @@ static int run_cell(struct repl *r, const char *code)
     return 0;
 }
 
-/* Reads the next cell: a line on a terminal, else up to a line holding only %% (or EOF). */
-static char *next_cell(bool tty)
-{
-    size_t cap = 0, len = 0;
-    char *buf = NULL, *line = NULL;
-    size_t lcap = 0;
-    ssize_t n;
-    if (tty)
-        fputs("> ", stderr);
-    while ((n = getline(&line, &lcap, stdin)) >= 0) {
-        if (!tty && (strcmp(line, "%%\n") == 0 || strcmp(line, "%%") == 0)) {
-            if (len)
-                break;
-            continue;
-        }
-        if (len + (size_t)n + 1 > cap) {
-            cap = (len + (size_t)n + 1) * 2;
-            char *b = realloc(buf, cap);
-            if (!b || cap > LIM_CODE_MAX * 2) {
-                free(b ? b : buf);
-                free(line);
-                return NULL;
-            }
-            buf = b;
-        }
-        memcpy(buf + len, line, (size_t)n);
-        len += (size_t)n;
-        buf[len] = 0;
-        if (tty)
-            break;
-    }
-    free(line);
-    return buf;
-}
-
-static int open_session(struct repl *r, const char *owner)
+int cli_session_open(struct cli_session *r, const char *owner)
 {
     Plimsoll__V1__OpenSessionRequest req = PLIMSOLL__V1__OPEN_SESSION_REQUEST__INIT;
     req.protocol = CLI_PROTOCOL;
@@ -268,9 +206,9 @@ static int open_session(struct repl *r, const char *owner)
     cli_cleanup_pb Plimsoll__V1__OpenSessionResponse *resp =
         (void *)post(r, "OpenSession", &req.base, &plimsoll__v1__open_session_response__descriptor, &o, &err_body);
     if (!resp) {
-        fprintf(stderr, "plimsoll repl: the open failed (%s): ", cli_verdict_name(o.verdict));
-        cli_put_safe(stderr, o.message, "");
-        fputc('\n', stderr);
+        fprintf(r->err, "session: the open failed (%s): ", cli_verdict_name(o.verdict));
+        cli_put_safe(r->err, o.message, "");
+        fputc('\n', r->err);
         return o.verdict == CLI_V_REFUSED ? CLI_EXIT_REFUSED : o.verdict == CLI_V_TRANSPORT ? CLI_EXIT_TRANSPORT : CLI_EXIT_SERVER;
     }
     char fp[PLM_HEX_SHA256];
@@ -278,17 +216,17 @@ static int open_session(struct repl *r, const char *owner)
     bool id_ok = resp->session_id && strlen(resp->session_id) == 32 && strspn(resp->session_id, "0123456789abcdef") == 32;
     if (!id_ok || strcmp(fp, resp->session ? resp->session : "") ||
         (r->floor_tier != PLM_TIER_UNKNOWN && !tier_meets(tier_parse(resp->isolation), r->floor_tier))) {
-        fprintf(stderr, "plimsoll repl: the open's answer does not check (id, fingerprint or tier)\n");
+        fprintf(r->err, "session: the open's answer does not check (id, fingerprint or tier)\n");
         return CLI_EXIT_RECORD;
     }
     snprintf(r->id, sizeof r->id, "%s", resp->session_id);
     snprintf(r->fp, sizeof r->fp, "%s", fp);
-    fprintf(stderr, "[session %.12s] %s/%s, idle %u ms, expires at %lld ms\n", r->fp, resp->sandbox, resp->isolation,
+    fprintf(r->err, "[session %.12s] %s/%s, idle %u ms, expires at %lld ms\n", r->fp, resp->sandbox, resp->isolation,
             resp->idle_timeout_ms, (long long)resp->expires_unix_ms);
     return 0;
 }
 
-static int close_session(struct repl *r)
+int cli_session_close(struct cli_session *r)
 {
     Plimsoll__V1__CloseSessionRequest req = PLIMSOLL__V1__CLOSE_SESSION_REQUEST__INIT;
     req.protocol = CLI_PROTOCOL;
@@ -298,84 +236,18 @@ static int close_session(struct repl *r)
     cli_cleanup_pb Plimsoll__V1__CloseSessionResponse *resp =
         (void *)post(r, "CloseSession", &req.base, &plimsoll__v1__close_session_response__descriptor, &o, &err_body);
     if (!resp) {
-        fprintf(stderr, "plimsoll repl: close failed: %s\n", o.code[0] ? o.code : cli_verdict_name(o.verdict));
+        fprintf(r->err, "session: close failed: %s\n", o.code[0] ? o.code : cli_verdict_name(o.verdict));
         return CLI_EXIT_SERVER;
     }
     const char *last = resp->last_record_sha256 ? resp->last_record_sha256 : "";
     if (strcmp(resp->session ? resp->session : "", r->fp) || resp->calls != r->calls || strcmp(last, r->last)) {
-        fprintf(stderr, "plimsoll repl: the close summary does not match the chain we saw (%llu calls, server says %llu)\n",
+        fprintf(r->err, "session: the close summary does not match the chain we saw (%llu calls, server says %llu)\n",
                 (unsigned long long)r->calls, (unsigned long long)resp->calls);
         return CLI_EXIT_RECORD;
     }
     const ProtobufCEnumValue *ev =
         protobuf_c_enum_descriptor_get_value(&plimsoll__v1__session_end__descriptor, (int)resp->ended);
-    fprintf(stderr, "[session %.12s closed: %s] %llu calls, last record %.12s, chain ok\n", r->fp, ev ? ev->name : "?",
+    fprintf(r->err, "[session %.12s closed: %s] %llu calls, last record %.12s, chain ok\n", r->fp, ev ? ev->name : "?",
             (unsigned long long)resp->calls, r->last[0] ? r->last : "(none)");
     return 0;
-}
-
-int cli_cmd_repl(int argc, char **argv)
-{
-    struct repl r = {.language = "javascript", .floor = "", .floor_tier = PLM_TIER_UNKNOWN};
-    const char *url_flag = NULL, *token_file = NULL, *owner = NULL, *timeout_arg = NULL;
-    static const struct option opts[] = {
-        {"language", required_argument, NULL, 'l'}, {"min-isolation", required_argument, NULL, 'i'},
-        {"timeout", required_argument, NULL, 't'},  {"owner", required_argument, NULL, 'o'},
-        {"url", required_argument, NULL, 'u'},      {"token-file", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
-    };
-    opterr = 0;
-    optind = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'l': r.language = optarg; break;
-        case 'i': r.floor = optarg; break;
-        case 't': timeout_arg = optarg; break;
-        case 'o': owner = optarg; break;
-        case 'u': url_flag = optarg; break;
-        case 'k': token_file = optarg; break;
-        case 'h': cli_usage_repl(stdout); return 0;
-        case ':': return cli_usage_error("repl", "option `%s` needs a value", argv[optind - 1]);
-        default: return cli_usage_error("repl", "unknown option `%s`", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("repl", "unexpected argument `%s`", argv[optind]);
-    if (strcmp(r.language, "javascript") && strcmp(r.language, "python"))
-        return cli_usage_error("repl", "--language `%s`: javascript or python", r.language);
-    struct plm_err err = {0};
-    if (tier_parse_floor(r.floor, &r.floor_tier, &err) < 0)
-        return cli_usage_error("repl", "--min-isolation `%s`: must be process, container, kernel or vm", r.floor);
-    if (timeout_arg) {
-        char *end;
-        double s = strtod(timeout_arg, &end);
-        if (*end || !(s > 0 && s <= 300))
-            return cli_usage_error("repl", "--timeout `%s`: seconds, 0 < S <= 300", timeout_arg);
-        r.timeout_ms = (int32_t)(s * 1000);
-    }
-    char *token = NULL;
-    if (cli_token_load(token_file, &token, &err) < 0) {
-        fprintf(stderr, "plimsoll repl: %s\n", err.msg);
-        return CLI_EXIT_USAGE;
-    }
-    r.conn = (struct cli_conn){.url = cli_base_url(url_flag), .token = token};
-    int rc = open_session(&r, owner);
-    if (rc == 0) {
-        bool tty = isatty(0);
-        char *code;
-        while (!r.broken && (code = next_cell(tty))) {
-            if (strlen(code) && cli_utf8_valid((const uint8_t *)code, strlen(code))) {
-                int x = run_cell(&r, code);
-                if (x == CLI_EXIT_RECORD || x == CLI_EXIT_TRANSPORT)
-                    rc = x;
-            }
-            free(code);
-        }
-        int x = close_session(&r);
-        if (rc == 0)
-            rc = x;
-    }
-    cli_token_free(token);
-    return rc;
 }

@@ -303,5 +303,86 @@ class McpToken(unittest.TestCase):
             self.assertEqual(h.close()[0], 0)
 
 
+class McpSessions(unittest.TestCase):
+    """Tools shaped by Describe (issue 19): runtime words, the grant argument, the session tools on
+    a quickjs daemon with sessions on, and every open session closed when the host goes away."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(dict(ENV, SANDBOX_MAX_SESSIONS="4", SANDBOX_SESSION_IDLE="1m"))
+        cls.url = "http://127.0.0.1:%d" % cls.d.port
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def host(self):
+        h = Host("--url", self.url)
+        h.initialize()
+        return h
+
+    def test_descriptions_and_tools_follow_describe(self):
+        h = self.host()
+        tools = {t["name"]: t for t in h.request("tools/list")["result"]["tools"]}
+        self.assertEqual(set(tools), {"run_javascript", "describe", "open_session", "run_cell", "close_session"})
+        desc = tools["run_javascript"]["description"]
+        self.assertIn("provider quickjs, isolation tier process", desc)
+        self.assertIn("QuickJS", desc)
+        self.assertIn("no require()", desc)
+        self.assertIn("Time limit up to 30 s", desc)
+        self.assertIn("grant", tools["run_javascript"]["inputSchema"]["properties"])  # quickjs proves grants
+        self.assertEqual(tools["open_session"]["inputSchema"]["properties"]["language"]["enum"], ["javascript"])
+        self.assertNotIn("run_python", tools)  # quickjs sessions list javascript only
+        rc, err = h.close()
+        self.assertEqual(rc, 0, err)
+
+    def test_session_keeps_state_and_is_closed_at_eof(self):
+        h = self.host()
+        opened = self.d.events("session_opened")
+        r = h.call("open_session", {})
+        self.assertIs(r["isError"], False, r)
+        self.assertEqual(r["structuredContent"]["session"], "s1")
+        self.assertNotRegex(texts(r)[0], r"[0-9a-f]{32}")  # the daemon's session id is never shown
+        r = h.call("run_cell", {"session": "s1", "code": "globalThis.n = 20"})
+        self.assertIs(r["isError"], False, r)
+        r = h.call("run_cell", {"session": "s1", "code": "console.log(n + 1)"})
+        self.assertIn("stdout:\n21\n", texts(r)[0])
+        self.assertIn("[cell 2] exit 0", texts(r)[0])
+        self.assertIn("chain ok", texts(r)[0])
+        r = h.call("run_cell", {"session": "s1", "code": "throw new Error('x')"})
+        self.assertIs(r["isError"], False, r)  # a guest failure is a result
+        self.assertIn("[cell 3] exit 1", texts(r)[0])
+        r = h.call("run_cell", {"session": "s9", "code": "1"})
+        self.assertIs(r["isError"], True)
+        self.assertIn("Nothing was sent", texts(r)[0])
+        r = h.call("open_session", {"language": "cobol"})
+        self.assertIs(r["isError"], True)
+        r = h.call("open_session", {"min_isolation": "vm"})
+        self.assertIs(r["isError"], True)
+        self.assertIn("refused", texts(r)[0])
+        r = h.call("open_session", {})
+        self.assertEqual(r["structuredContent"]["session"], "s3")
+        r = h.call("close_session", {"session": "s1"})
+        self.assertIs(r["isError"], False, r)
+        self.assertIn("3 calls", texts(r)[0])
+        self.assertIs(h.call("run_cell", {"session": "s1", "code": "1"})["isError"], True)
+        n_closed = len(self.d.events("session_closed"))
+        rc, err = h.close()  # s3 is still open: closed by the server at end of input
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(self.d.wait_events("session_closed", n=n_closed + 1)), n_closed + 1)
+        self.assertEqual(len(self.d.events("session_opened")), len(opened) + 2)
+
+    def test_grant_argument_checked(self):
+        h = self.host()
+        r = h.call("run_javascript", {"code": "1", "grant": "a b"})
+        self.assertIs(r["isError"], True)
+        self.assertIn("Nothing was sent", texts(r)[0])
+        r = h.call("run_javascript", {"code": "1", "grant": "nope"})  # no grants file: refused
+        self.assertIs(r["isError"], True)
+        self.assertIn("no code ran", texts(r)[0])
+        rc, err = h.close()
+        self.assertEqual(rc, 0, err)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -80,5 +80,46 @@ class McpProject(unittest.TestCase):
             self.assertIn("Nothing was sent; no code ran", texts(res)[0], args)
 
 
+class McpPython(unittest.TestCase):
+    """run_python where the daemon's session environment lists python (docker sessions), and the
+    descriptions naming node with tsc/tsx for docker projects (issue 19)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists("/var/run/docker.sock"):
+            raise AssertionError("dockerd is not running (/var/run/docker.sock): run scripts/docker-setup.sh")
+        cls.d = Daemon(dict(ENV, SANDBOX_MAX_SESSIONS="2", SANDBOX_DOCKER_SESSION_IMAGE=os.environ.get(
+            "PLIMSOLL_TEST_SESSION_IMAGE", "plimsoll/session:latest")), timeout=240)
+        cls.h = Host("--url", "http://127.0.0.1:%d" % cls.d.port)
+        cls.h.initialize()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc, err = cls.h.close()
+        assert rc == 0, err
+        assert cls.d.stop() == 0
+
+    def test_tools_and_words(self):
+        tools = {t["name"]: t for t in self.h.request("tools/list")["result"]["tools"]}
+        self.assertEqual(set(tools), {"run_javascript", "run_project", "describe", "open_session", "run_cell",
+                                      "close_session", "run_python"})
+        self.assertIn("Node.js", tools["run_javascript"]["description"])
+        self.assertIn("tsc (TypeScript) and tsx", tools["run_project"]["description"])
+        self.assertEqual(sorted(tools["open_session"]["inputSchema"]["properties"]["language"]["enum"]),
+                         ["javascript", "python"])
+
+    def test_run_python(self):
+        r = self.h.call("run_python", {"code": "def f(x):\n    return x * 3\nprint(f(14))"})
+        self.assertIs(r["isError"], False, r)
+        text = texts(r)[0]
+        self.assertIn("stdout:\n42\n", text)
+        self.assertIn("chain ok", text)
+        self.assertIn("closed: SESSION_END_CLOSED] 1 calls", text)
+        r = self.h.call("run_python", {"code": "print(1)", "min_isolation": "vm"})
+        self.assertIs(r["isError"], True)
+        self.assertIn("refused", texts(r)[0])
+        self.assertEqual(self.h.call("run_python", {"code": 5})["isError"], True)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
