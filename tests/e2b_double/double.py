@@ -544,14 +544,15 @@ def spawn(st, sb, proc, with_stdin=False):
     env.update(envs)
     isolated = not (sb.network.get("allowOut"))
     if not isolated:
-        # The guest's /tmp is the sandbox's own: the hook is copied to /home/.e2b-double first, so
+        # The guest's /tmp is the sandbox's own: the hook is bound at /home/.e2b-double first, so
         # that a checkout under /tmp (whose files the new /tmp hides) works as well as any other.
         env["NODE_OPTIONS"] = ("--import %s %s" % (GUEST_HOOK, env.get("NODE_OPTIONS", ""))).strip()
         env["E2B_DOUBLE_EGRESS"] = "http://127.0.0.1:%d/_egress/%s" % (st.port, sb.id)
         env["E2B_DOUBLE_ALLOW"] = ",".join(sb.network.get("allowOut") or [])
     # Inside a private mount namespace the scratch directories appear at the guest paths.
-    # Host files the guest needs (the egress hook) are copied in before /tmp is replaced.
-    script = ('mount -t tmpfs none /home && mkdir -p /home/user "${3%/*}" && cp "$4" "$3" && '
+    # Host files the guest needs (the egress hook) are bound in before /tmp is replaced (with
+    # the tools a guest PATH has: sh, mkdir, mount).
+    script = ('mount -t tmpfs none /home && mkdir -p /home/user "${3%/*}" && : >"$3" && mount --bind "$4" "$3" && '
               'mount --bind "$1/home/user" /home/user && mount --bind "$1/tmp" /tmp && cd "$2" && shift 4 && exec "$@"')
     flags = "-Urm" + ("n" if isolated else "")
     argv = ["unshare", flags, "sh", "-c", script, "sh", sb.dir, cwd, GUEST_HOOK,
