@@ -1,10 +1,13 @@
 #!/bin/sh
 # docker-setup.sh: prepares this machine (Debian bookworm, root) for the docker provider and its
-# tests: installs docker.io, runsc (gVisor), nodejs and npm when missing, registers runsc with
-# dockerd (merging into an existing /etc/docker/daemon.json), starts dockerd when its socket does not
-# answer (there is no systemd here), and builds the images plimsoll/snippet and plimsoll/project
-# from this host's own files (scripts/build-images.py). Idempotent and quiet when nothing is to
-# do; exits non-zero with the reason when something cannot be done.
+# tests: installs docker.io, nodejs and npm when missing, installs the pinned gVisor runsc
+# (Debian trixie's, verified: scripts/fetch-runsc.sh) under /usr/local/lib/plimsoll, registers it
+# with dockerd as the runtime `runsc` (merging into an existing /etc/docker/daemon.json), keeps
+# bookworm's own runsc package registered as `runsc-bookworm` (the before/after bench compares
+# the two), starts dockerd when its socket does not answer (there is no systemd here), and builds
+# the images plimsoll/snippet and plimsoll/project from this host's own files
+# (scripts/build-images.py). Idempotent and quiet when nothing is to do; exits non-zero with the
+# reason when something cannot be done.
 # Environment: DOCKER_SETUP_NO_START=1 only checks that dockerd answers.
 set -eu
 cd "$(dirname "$0")/.."
@@ -45,14 +48,18 @@ if [ -n "$missing" ]; then
     apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 [ -x /usr/bin/runsc ] || die "/usr/bin/runsc is missing after installing runsc"
+RUNSC_DIR=/usr/local/lib/plimsoll/runsc-20240729
+scripts/fetch-runsc.sh "$RUNSC_DIR" || die "the pinned runsc could not be installed (scripts/fetch-runsc.sh)"
 [ -x /usr/bin/node ] || die "/usr/bin/node is missing after installing nodejs"
 command -v npm >/dev/null || die "npm is missing after installing npm"
 
-# Register runsc, keeping whatever else daemon.json says. Writes only when something changes.
-changed=$(python3 - <<'PY'
+# Register both runsc, keeping whatever else daemon.json says. Writes only when something changes.
+changed=$(python3 - "$RUNSC_DIR/runsc" <<'PY'
 import json, os, sys
 path = "/etc/docker/daemon.json"
-want = {"path": "/usr/bin/runsc", "runtimeArgs": ["--host-uds=open", "--network=none"]}
+args = ["--host-uds=open", "--network=none"]
+want = {"runsc": {"path": sys.argv[1], "runtimeArgs": args},
+        "runsc-bookworm": {"path": "/usr/bin/runsc", "runtimeArgs": args}}
 cfg = {}
 if os.path.exists(path):
     try:
@@ -66,10 +73,10 @@ if os.path.exists(path):
 runtimes = cfg.setdefault("runtimes", {})
 if not isinstance(runtimes, dict):
     sys.exit("docker-setup: \"runtimes\" in %s is not an object; fix it by hand" % path)
-if runtimes.get("runsc") == want:
+if all(runtimes.get(k) == v for k, v in want.items()):
     print("no")
     sys.exit(0)
-runtimes["runsc"] = want
+runtimes.update(want)
 os.makedirs("/etc/docker", exist_ok=True)
 tmp = path + ".plimsoll.tmp"
 with open(tmp, "w") as f:
@@ -84,8 +91,8 @@ if ping_docker; then
     if [ "$changed" = yes ]; then
         # dockerd reloads its runtimes on SIGHUP; the process is not restarted.
         pid=$(cat /var/run/docker.pid 2>/dev/null || true)
-        [ -n "$pid" ] && kill -HUP "$pid" 2>/dev/null && say "registered runsc (dockerd reloaded)" ||
-            say "registered runsc; restart dockerd to pick it up"
+        [ -n "$pid" ] && kill -HUP "$pid" 2>/dev/null && say "registered runsc and runsc-bookworm (dockerd reloaded)" ||
+            say "registered runsc and runsc-bookworm; restart dockerd to pick them up"
     fi
 else
     [ "${DOCKER_SETUP_NO_START:-0}" = 1 ] && die "dockerd does not answer on $SOCK"
@@ -101,20 +108,27 @@ else
     done
 fi
 
-python3 - "$SOCK" <<'PY' || die "runsc is not registered with dockerd (see /etc/docker/daemon.json)"
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-s.sendall(b"GET /v1.41/info HTTP/1.0\r\nHost: docker\r\n\r\n")
-data = b""
-while True:
-    c = s.recv(65536)
-    if not c:
-        break
-    data += c
-info = json.loads(data.split(b"\r\n\r\n", 1)[1])
-sys.exit(0 if "runsc" in (info.get("Runtimes") or {}) else 1)
+# dockerd must show both registrations with our paths; a SIGHUP reload lands within a moment.
+python3 - "$SOCK" "$RUNSC_DIR/runsc" <<'PY' || die "runsc is not registered with dockerd as $RUNSC_DIR/runsc (see /etc/docker/daemon.json)"
+import json, socket, sys, time
+want = {"runsc": sys.argv[2], "runsc-bookworm": "/usr/bin/runsc"}
+for _ in range(50):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(sys.argv[1])
+    s.sendall(b"GET /v1.41/info HTTP/1.0\r\nHost: docker\r\n\r\n")
+    data = b""
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        data += c
+    s.close()
+    rts = json.loads(data.split(b"\r\n\r\n", 1)[1]).get("Runtimes") or {}
+    if all((rts.get(k) or {}).get("path") == v for k, v in want.items()):
+        sys.exit(0)
+    time.sleep(0.2)
+sys.exit(1)
 PY
 
 python3 scripts/build-images.py --quiet

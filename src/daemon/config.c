@@ -55,7 +55,7 @@ static const struct var vars[] = {
     {"SANDBOX_DOCKER_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_PROJECT_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_SESSION_IMAGE", "plimsoll/session:latest", "docker provider, sessions on"},
-    {"SANDBOX_DOCKER_RUNTIME", "- (runc)", "docker provider: runsc for gVisor"},
+    {"SANDBOX_DOCKER_RUNTIME", "- (runc)", "docker provider: runsc for gVisor (runsc-<name>: another gVisor registration)"},
     {"SANDBOX_DOCKER_SECCOMP", "-", "docker provider"},
     {"SANDBOX_GUEST_UID", "61000", "docker provider"},
     {"DOCKER_HOST", "- (/var/run/docker.sock)", "docker provider: a local unix socket only (unix:///path or /path)"},

@@ -93,8 +93,9 @@ def prerequisites():
     st, info = engine_json("GET", "/info")
     if st != 200:
         return ["dockerd /info answered HTTP %d" % st]
-    if "runsc" not in (info.get("Runtimes") or {}):
-        missing.append("runsc is not registered with dockerd (/etc/docker/daemon.json; scripts/docker-setup.sh)")
+    for rt in ("runsc", "runsc-bookworm"):
+        if rt not in (info.get("Runtimes") or {}):
+            missing.append("%s is not registered with dockerd (/etc/docker/daemon.json; scripts/docker-setup.sh)" % rt)
     for img in (SNIPPET_IMAGE, PROJECT_IMAGE):
         st, _ = engine("GET", "/images/%s/json" % img)
         if st != 200:
@@ -458,6 +459,21 @@ s.on('connect', () => { r.net = 'connected'; console.log(JSON.stringify(r)); s.d
         self.assertEqual([b64(o["javascript"]["stdout"]) for o in outs], [b"%d\n" % (i * 2) for i in range(6)])
 
 
+class B_RunscBookworm(DockerCase):
+    """The older gVisor kept registered as runsc-bookworm (issue 26's before/after bench): the
+    same probe must name a different platform, ptrace, from the same kind of observation."""
+    ENV = {"SANDBOX_DOCKER_RUNTIME": "runsc-bookworm"}
+
+    def test_platform_ptrace(self):
+        card = json.loads(self.d.call("Describe", {})[2])["evidence"]
+        self.assertEqual(card["isolation"], "kernel")
+        self.assertIn("0.0~20221219", card["runtimeVersion"])
+        self.assertTrue(card["runtimeVersion"].endswith(", platform ptrace"), card["runtimeVersion"])
+        plat = {c["name"]: c for c in card["checks"]}["probe.platform"]
+        self.assertTrue(plat["passed"], plat)
+        self.assertRegex(plat["observed"], r"^ptrace: [1-9][0-9]* stub processes, [0-9]+ threads, [1-9][0-9]* Sentry-traced; ")
+
+
 class B_Runsc(DockerCase):
     """runsc: tier kernel, proven at startup."""
     ENV = {"SANDBOX_DOCKER_RUNTIME": "runsc"}
@@ -470,7 +486,14 @@ class B_Runsc(DockerCase):
         self.assertEqual(card["isolation"], "kernel")
         self.assertEqual(card["runtime"], "runsc")
         self.assertIn("runsc", card["runtimeVersion"])
+        # issue 26: Debian trixie's gVisor, on the systrap platform seen in the running sandbox
+        self.assertIn("0.0~20240729", card["runtimeVersion"])
+        self.assertTrue(card["runtimeVersion"].endswith(", platform systrap"), card["runtimeVersion"])
         names = {c["name"]: c for c in card["checks"]}
+        plat = names["probe.platform"]
+        self.assertTrue(plat["passed"], plat)
+        self.assertRegex(plat["observed"], r"^systrap: [1-9][0-9]* stub processes, [0-9]+ threads, 0 Sentry-traced; "
+                                           r"runsc state: systrap$")
         self.assertTrue(names["probe.kernel"]["passed"])
         self.assertIn("gVisor", names["probe.kernel"]["observed"])
         self.assertNotIn("probe.seccomp", names)  # (28) no profile under runsc

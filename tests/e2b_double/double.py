@@ -46,6 +46,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GUEST_ROOTS = {"/home/user": "home", "/tmp": "tmp"}
+GUEST_HOOK = "/home/.e2b-double/egress_hook.mjs"  # outside both guest roots
 FRAME_END = 0x02
 
 
@@ -543,15 +544,19 @@ def spawn(st, sb, proc, with_stdin=False):
     env.update(envs)
     isolated = not (sb.network.get("allowOut"))
     if not isolated:
-        hook = os.path.join(HERE, "egress_hook.mjs")
-        env["NODE_OPTIONS"] = ("--import %s %s" % (hook, env.get("NODE_OPTIONS", ""))).strip()
+        # The guest's /tmp is the sandbox's own: the hook is bound at /home/.e2b-double first, so
+        # that a checkout under /tmp (whose files the new /tmp hides) works as well as any other.
+        env["NODE_OPTIONS"] = ("--import %s %s" % (GUEST_HOOK, env.get("NODE_OPTIONS", ""))).strip()
         env["E2B_DOUBLE_EGRESS"] = "http://127.0.0.1:%d/_egress/%s" % (st.port, sb.id)
         env["E2B_DOUBLE_ALLOW"] = ",".join(sb.network.get("allowOut") or [])
     # Inside a private mount namespace the scratch directories appear at the guest paths.
-    script = ('mount -t tmpfs none /home && mkdir -p /home/user && mount --bind "$1/home/user" /home/user && '
-              'mount --bind "$1/tmp" /tmp && cd "$2" && shift 2 && exec "$@"')
+    # Host files the guest needs (the egress hook) are bound in before /tmp is replaced (with
+    # the tools a guest PATH has: sh, mkdir, mount).
+    script = ('mount -t tmpfs none /home && mkdir -p /home/user "${3%/*}" && : >"$3" && mount --bind "$4" "$3" && '
+              'mount --bind "$1/home/user" /home/user && mount --bind "$1/tmp" /tmp && cd "$2" && shift 4 && exec "$@"')
     flags = "-Urm" + ("n" if isolated else "")
-    argv = ["unshare", flags, "sh", "-c", script, "sh", sb.dir, cwd] + cmd
+    argv = ["unshare", flags, "sh", "-c", script, "sh", sb.dir, cwd, GUEST_HOOK,
+            os.path.join(HERE, "egress_hook.mjs")] + cmd
     p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
                          stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, start_new_session=True)

@@ -265,7 +265,10 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
         return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
                            "SANDBOX_DOCKER_RUNTIME=\"%s\": expected a runtime name such as runsc", rt);
     snprintf(s->runtime, sizeof s->runtime, "%s", rt);
-    s->runsc = !strcmp(rt, "runsc");
+    /* gVisor: `runsc`, or another registration of it named runsc-<suffix> (docker-setup.sh keeps
+     * the distribution's older one as runsc-bookworm for the before/after bench). Either way the
+     * path's basename must be runsc (preflight) and the probe must see gVisor answer. */
+    s->runsc = !strcmp(rt, "runsc") || !strncmp(rt, "runsc-", 6);
 
     struct dock_lockdown *l = &s->lock;
     l->memory_mb = c->memory_mb ? c->memory_mb : 256;

@@ -878,8 +878,29 @@ static void test_constructor(void)
     }
 }
 
+/* The platform verdict (gvisor.c): the tree decides, runsc's own statement may only agree. */
+static void test_gvisor(void)
+{
+    CHECK_STR(dock_gvisor_classify(4, 0), "systrap");
+    CHECK_STR(dock_gvisor_classify(2, 3), "ptrace");
+    CHECK_STR(dock_gvisor_classify(0, 0), "unknown");
+    struct dock_gvisor g = {.observed = "systrap", .stated = "systrap"};
+    CHECK(dock_gvisor_agrees(&g));
+    snprintf(g.stated, sizeof g.stated, "ptrace"); /* runsc says ptrace, the stubs run untraced */
+    CHECK(!dock_gvisor_agrees(&g));
+    snprintf(g.stated, sizeof g.stated, "state file unreadable (not root)");
+    CHECK(dock_gvisor_agrees(&g));
+    snprintf(g.observed, sizeof g.observed, "unknown"); /* no stubs seen: never passes */
+    CHECK(!dock_gvisor_agrees(&g));
+    /* A process that is not a sandbox: no children of our own, so nothing to name. */
+    dock_gvisor_observe((long)getpid(), "0000", &g);
+    CHECK_STR(g.observed, "unknown");
+    CHECK(!dock_gvisor_agrees(&g));
+}
+
 int main(void)
 {
+    test_gvisor();
     test_lockdown();
     test_seccomp();
     test_host();

@@ -166,6 +166,20 @@ bool dock_posture_confined(const struct dock_posture *p);
 int dock_posture_lines(const struct dock_posture *p, const char *runtime, const char *runtime_version,
                        const char *seccomp_sha256, struct plm_evidence *ev);
 
+/* ---- gvisor.c: the gVisor platform of a running runsc sandbox, seen from the host ------------ */
+struct dock_gvisor {
+    char observed[16]; /* "systrap", "ptrace" or "unknown": from the process tree */
+    char stated[48];   /* runsc's state file (sandbox.metricMetadata.platform), or why not read */
+    unsigned procs, threads, traced; /* below the sandbox process; threads a sandbox thread traces */
+};
+/* "ptrace" when a stub thread is traced by the Sentry, "systrap" when stubs run untraced,
+ * "unknown" without stubs. */
+const char *dock_gvisor_classify(unsigned procs, unsigned traced);
+/* True when the observation names a platform and runsc's own statement, if any, agrees. */
+bool dock_gvisor_agrees(const struct dock_gvisor *g);
+/* Observes the sandbox whose host pid is sandbox_pid (docker's State.Pid under runsc). */
+void dock_gvisor_observe(long sandbox_pid, const char *id, struct dock_gvisor *g);
+
 /* ---- identity.c: the image's software identity (wire.md §4.2) -------------------------------- */
 /* "linux/amd64" (or os/arch/variant) from an image inspect answer; -1 with err on anything else
  * than short lowercase tokens. */

@@ -220,8 +220,8 @@ static const char *const sentry_calls[] = {
     "perf_event_open", "keyctl",           "add_key",           "request_key",      "unshare",
     "setns",           "clone3",           "name_to_handle_at", "open_by_handle_at"};
 
-static int judge_probe(struct dock_state *s, const struct kvs *o, const struct host_cg *h, struct plm_evidence *ev,
-                       struct plm_err *err)
+static int judge_probe(struct dock_state *s, const struct kvs *o, const struct host_cg *h, const struct dock_gvisor *gv,
+                       struct plm_evidence *ev, struct plm_err *err)
 {
     const struct dock_lockdown *l = &s->lock;
     char u[64], want[128];
@@ -262,6 +262,13 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
         CARD(ev, "probe.kernel", "gVisor answers: guest release differs from the host's; syslog names gVisor",
              strcmp(rel, host_rel) != 0 && !strcmp(kv(o, "syslog"), "gVisor"), "guest %s, host %s, syslog %s", rel,
              host_rel, kv(o, "syslog"));
+        /* Which platform carries the guest's syscalls, from the running sandbox (docs/docker.md). */
+        CARD(ev, "probe.platform",
+             "the sandbox's stubs show the platform runsc states: systrap (no tracer) or ptrace (Sentry-traced)",
+             dock_gvisor_agrees(gv), "%s: %u stub processes, %u threads, %u Sentry-traced; runsc state: %s",
+             gv->observed, gv->procs, gv->threads, gv->traced, gv->stated);
+        size_t vl = strlen(ev->runtime_version);
+        snprintf(ev->runtime_version + vl, sizeof ev->runtime_version - vl, ", platform %s", gv->observed);
     } else {
         CARD(ev, "probe.seccomp", "seccomp filter mode 2; syslog refused",
              !strcmp(kv(o, "seccomp"), "2") && failed(kv(o, "syslog")), "Seccomp %s, syslog %s", kv(o, "seccomp"),
@@ -345,12 +352,16 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
     int r = dock_attach_pump(&b->at, &io, dock_mono_ms() + 15000, err);
     struct host_cg h;
     memset(&h, 0, sizeof h);
+    struct dock_gvisor gv;
+    dock_gvisor_observe(0, "", &gv);
     json_t *ins = NULL;
     if (r >= 0 && probe_done(&c) && dock_container_inspect(&s->eng, b->id, &ins, err) == 0) {
         json_t *pid = json_object_get(json_object_get(ins, "State"), "Pid");
         host_limits(json_is_integer(pid) ? (long)json_integer_value(pid) : 0, b->id, !strcmp(s->cgroup_version, "2"),
                     &h);
         dock_posture_container(ins, json_is_integer(pid) ? (long)json_integer_value(pid) : 0, &s->posture);
+        if (s->runsc) /* the probe still runs: its stubs show the platform */
+            dock_gvisor_observe(json_is_integer(pid) ? (long)json_integer_value(pid) : 0, b->id, &gv);
     }
     json_decref(ins);
     bool done = probe_done(&c);
@@ -365,7 +376,7 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
     kv_parse(c.out.data, c.out.len, &o);
     dock_bytes_done(&c.out);
     dock_bytes_done(&c.err);
-    return judge_probe(s, &o, &h, ev, err);
+    return judge_probe(s, &o, &h, &gv, ev, err);
 }
 
 /* ---- one real snippet and one real project ---------------------------------------------------- */
