@@ -106,6 +106,11 @@ struct plm_provider_ops {
     /* NULL when projects are unsupported. */
     int (*run_project)(struct plm_provider *p, const struct plm_run_ctx *ctx,
                        const struct plm_request *req, struct plm_result *out, struct plm_err *err);
+    /* NULL when modules are unsupported; the daemon also asks describe()'s supports_module, which a
+     * provider states only once its startup proof ran a module row (issue 21). Fills
+     * out->kind = PLM_KIND_MODULE and out->module. */
+    int (*run_module)(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                      struct plm_result *out, struct plm_err *err);
     /* ---- sessions: every pointer NULL = no sessions ---- */
     /* The session environment Describe states (field 18): identity, ceiling, cell languages. */
     void (*session_env)(struct plm_provider *p, struct plm_payload_env *out);
