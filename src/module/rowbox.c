@@ -92,25 +92,59 @@ static void set_limit(int res, rlim_t v)
     setrlimit(res, &r);
 }
 
+/* In the child, before exec: one line on stderr naming the step that failed, then exit code. */
+static void child_fail(const char *what, int code)
+{
+    char buf[96];
+    int e = errno, n = 0;
+    const char *pre = "plimsoll-sim-worker: row process: ";
+    for (const char *p = pre; *p && n < 60; p++)
+        buf[n++] = *p;
+    for (const char *p = what; *p && n < 80; p++)
+        buf[n++] = *p;
+    buf[n++] = ' ';
+    char num[8];
+    int k = 0;
+    do
+        num[k++] = (char)('0' + e % 10), e /= 10;
+    while (e && k < 7);
+    while (k)
+        buf[n++] = num[--k];
+    buf[n++] = '\n';
+    if (write(2, buf, (size_t)n) < 0)
+        _exit(code);
+    _exit(code);
+}
+
+/* Closes every descriptor above MODEL_FD (close_range where the kernel has it; gVisor may not). */
+static void close_above(void)
+{
+    if (syscall(SYS_close_range, MODEL_FD + 1, ~0u, 0) == 0)
+        return;
+    struct rlimit r;
+    int max = getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < 65536 ? (int)r.rlim_cur : 65536;
+    for (int fd = MODEL_FD + 1; fd < max; fd++)
+        close(fd);
+}
+
 /* In the child: never returns. */
 static void child(int model_fd, int in_r, int out_w)
 {
     if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(model_fd, MODEL_FD) < 0 ||
         fcntl(MODEL_FD, F_SETFD, FD_CLOEXEC) < 0)
-        _exit(120);
+        child_fail("dup2 (errno)", 120);
     /* fd 2 stays the worker's stderr (the step's stderr, bounded by the runner) */
-    if (syscall(SYS_close_range, MODEL_FD + 1, ~0u, 0) < 0)
-        _exit(121);
+    close_above();
     set_limit(RLIMIT_AS, ROWBOX_MEMORY_CAP);
     set_limit(RLIMIT_CPU, ROWBOX_CPU_S);
     set_limit(RLIMIT_FSIZE, 0);
     set_limit(RLIMIT_CORE, 0);
     set_limit(RLIMIT_NOFILE, MODEL_FD + 1);
     if (install_filter() < 0)
-        _exit(122);
+        child_fail("seccomp (errno)", 122);
     char *argv[] = {"model", NULL}, *envp[] = {NULL};
     syscall(SYS_execveat, MODEL_FD, "", argv, envp, AT_EMPTY_PATH);
-    _exit(123);
+    child_fail("execveat (errno)", 123);
 }
 
 static int map_status(int ws)
