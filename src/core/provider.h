@@ -18,7 +18,7 @@ struct plm_payload_env {
     uint32_t max_timeout_ms;     /* ceiling; 0 = unsupported */
     uint32_t default_timeout_ms; /* used when the request states <= 0 */
     char software_identity[160];
-    const char *languages[4];    /* NULL-terminated */
+    const char *languages[9];    /* NULL-terminated; a module environment lists its models here */
 };
 
 struct plm_describe {

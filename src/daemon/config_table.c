@@ -21,7 +21,6 @@ static const struct {
     const char *why;
 } absent[] = {
     {"SANDBOX_PAID_SECONDS_PER_DAY", "this build keeps no paid allowance (no spend reservation on any provider)"},
-    {"SANDBOX_DOCKER_MODULE_IMAGE", "this build runs no module payloads"},
     {"E2B_SESSION_GRANTS", "sessions take no grant in this build"},
     {"DOCKER_SBX_TOKEN", "the dockercloud provider is not in this build"},
     {"DOCKER_SBX_USERNAME", "the dockercloud provider is not in this build"},
@@ -40,6 +39,7 @@ static const struct {
     {"SANDBOX_DOCKER_IMAGE", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_PROJECT_IMAGE", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_SESSION_IMAGE", P(CFG_DOCKER)},
+    {"SANDBOX_DOCKER_MODULE_IMAGE", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_RUNTIME", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_SECCOMP", P(CFG_DOCKER)},
     {"SANDBOX_GUEST_UID", P(CFG_DOCKER)},

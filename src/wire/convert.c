@@ -513,7 +513,7 @@ static Plimsoll__V1__PayloadEnvironment *env_to_pb(const struct plm_payload_env 
     m->max_timeout_ms = e->max_timeout_ms > 300000 ? 300000 : e->max_timeout_ms;
     m->software_identity = dup_text(e->software_identity, ok);
     size_t n = 0;
-    while (n < 4 && e->languages[n])
+    while (n < sizeof e->languages / sizeof *e->languages && e->languages[n])
         n++;
     if (n) {
         m->languages = calloc(n, sizeof *m->languages);
