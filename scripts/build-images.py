@@ -9,6 +9,9 @@ local unix socket. Never the docker CLI.
   plimsoll/project:latest  the same plus coreutils, plimsoll-runner and plimsoll-probe (static C,
                            compiled here from src/providers/docker/runner/), and tsc/tsx
                            (/opt/plimsoll/node_modules from images/project/package-lock.json)
+  plimsoll/module:latest   /bin/sh, coreutils, the runner and probe, the module worker
+                           (/opt/plimsoll/sim-worker) and one static executable per model in /models
+                           (compiled here from src/module/; docs/modules.md). No node.
 
 Each image is one deterministic tar (sorted entries, mtime 0, owner root), labelled
 org.plimsoll.inputs=<SHA-256 of that tar>; when an image with the wanted tag already carries the
@@ -19,7 +22,7 @@ uid never has an entry. There is no /work in either image: the provider mounts a
 dockerd copies an existing directory's mode (0755, root) onto it, which would make it read-only
 for the guest. Standard library only.
 
-Usage: scripts/build-images.py [--snippet-tag T] [--project-tag T] [--session-tag T] [--quiet]
+Usage: scripts/build-images.py [--snippet-tag T] [--project-tag T] [--session-tag T] [--module-tag T] [--quiet]
 """
 import argparse
 import hashlib
@@ -276,10 +279,10 @@ class Compiled:
         return compile_static(self.name, self.sources, self.outdir)
 
 
-def compile_static(name, sources, outdir):
+def compile_static(name, sources, outdir, src_dir=RUNNER_SRC, extra=()):
     out = os.path.join(outdir, name)
     cc = os.environ.get("CC", "cc")
-    cmd = [cc] + CFLAGS + ["-o", out] + [os.path.join(RUNNER_SRC, s) for s in sources]
+    cmd = [cc] + CFLAGS + list(extra) + ["-o", out] + [os.path.join(src_dir, s) for s in sources]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         die("compiling %s failed:\n%s" % (name, r.stderr))
@@ -433,6 +436,66 @@ def session_tree():
     return t
 
 
+# The module image (issue 21, docs/modules.md): the worker and the models from src/module/, built
+# static with the runner's flags plus those that keep a row's doubles the same bits everywhere.
+MODULE_SRC = os.path.join(ROOT, "src", "module")
+MODULE_CFLAGS = ("-ffp-contract=off", "-fno-math-errno", "-lm")
+MODELS = (("VanDerPol", "vanderpol.c"), ("Lorenz", "lorenz.c"), ("BouncingBall", "bouncingball.c"),
+          ("Greedy", "greedy.c"))
+
+
+class CompiledModule:
+    """A static binary compiled from src/module/ only when the tar is built."""
+
+    def __init__(self, name, sources, outdir, stamp):
+        self.name, self.sources, self.outdir = name, sources, outdir
+        self.stamp = (name, stamp)
+
+    def __call__(self):
+        # -lm after the sources (floor); the flags list puts it before them, so pass it last
+        out = os.path.join(self.outdir, self.name)
+        cc = os.environ.get("CC", "cc")
+        cmd = [cc] + CFLAGS + list(MODULE_CFLAGS[:2]) + ["-o", out] + \
+            [os.path.join(MODULE_SRC, s) for s in self.sources] + ["-lm"]
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        if r.returncode != 0:
+            die("compiling %s failed:\n%s" % (self.name, r.stderr))
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def module_stamp():
+    h = hashlib.sha256(repr((CFLAGS, MODULE_CFLAGS)).encode())
+    h.update(subprocess.run([os.environ.get("CC", "cc"), "--version"], capture_output=True).stdout)
+    for d in (MODULE_SRC, os.path.join(MODULE_SRC, "models")):
+        for name in sorted(os.listdir(d)):
+            if name.endswith((".c", ".h")):
+                with open(os.path.join(d, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def module_tree(tmp, runner_stamp_hex):
+    t = Tree()
+    for d, mode in (("/tmp", 0o1777), ("/dev", 0o755), ("/proc", 0o555), ("/sys", 0o555), ("/root", 0o700)):
+        t.mkdir(d, mode)
+    t.data("/etc/passwd", PASSWD)
+    t.data("/etc/group", GROUP)
+    for f in ("/etc/hostname", "/etc/hosts", "/etc/resolv.conf"):
+        t.data(f, b"")
+    t.binaries(["/bin/sh", "/usr/bin/env"])
+    t.binaries(coreutils())
+    t.data("/opt/plimsoll/runner", Compiled("plimsoll-runner", ["runner.c", "sha256.c"], tmp, runner_stamp_hex), 0o755)
+    t.data("/opt/plimsoll/probe", Compiled("plimsoll-probe", ["probe.c"], tmp, runner_stamp_hex), 0o755)
+    stamp = module_stamp()
+    t.data("/opt/plimsoll/sim-worker",
+           CompiledModule("sim-worker", ["worker.c", "params.c", "rowbox.c"], tmp, stamp), 0o755)
+    t.mkdir("/models", 0o755)
+    for name, src in MODELS:
+        t.data("/models/" + name, CompiledModule("model-" + name, ["model_main.c", "models/" + src], tmp, stamp), 0o755)
+    return t
+
+
 def inspect(sock, tag):
     st, body = api(sock, "GET", API + "/images/%s/json" % urllib.parse.quote(tag, safe=""))
     if st != 200:
@@ -489,6 +552,9 @@ def main():
     ap.add_argument("--snippet-tag", default="plimsoll/snippet:latest")
     ap.add_argument("--project-tag", default="plimsoll/project:latest")
     ap.add_argument("--session-tag", default="plimsoll/session:latest")
+    ap.add_argument("--module-tag", default="plimsoll/module:latest")
+    ap.add_argument("--only", choices=("snippet", "session", "project", "module"),
+                    help="build this one image and leave the others as they are")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args()
     sock = socket_path()
@@ -501,14 +567,21 @@ def main():
     if not os.path.exists("/usr/bin/node"):
         die("/usr/bin/node is missing: apt-get install nodejs")
 
-    build(sock, args.snippet_tag, base_tree(), "snippet", args.quiet)
-    build(sock, args.session_tag, session_tree(), "session", args.quiet)
+    want = lambda kind: args.only in (None, kind)
+    if want("snippet"):
+        build(sock, args.snippet_tag, base_tree(), "snippet", args.quiet)
+    if want("session"):
+        build(sock, args.session_tag, session_tree(), "session", args.quiet)
 
-    project = base_tree()
-    project.binaries(coreutils())
-    add_node_modules(project, *npm_modules())
     stamp = runner_stamp()
     with tempfile.TemporaryDirectory() as tmp:
+        if want("module"):
+            build(sock, args.module_tag, module_tree(tmp, stamp), "module", args.quiet)
+        if not want("project"):
+            return
+        project = base_tree()
+        project.binaries(coreutils())
+        add_node_modules(project, *npm_modules())
         project.data("/opt/plimsoll/runner", Compiled("plimsoll-runner", ["runner.c", "sha256.c"], tmp, stamp), 0o755)
         project.data("/opt/plimsoll/probe", Compiled("plimsoll-probe", ["probe.c"], tmp, stamp), 0o755)
         build(sock, args.project_tag, project, "project", args.quiet)

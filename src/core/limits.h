@@ -22,8 +22,9 @@
 #define LIM_RULE_IDENTITIES_MAX 32              /* (spec) approved identities */
 #define LIM_RULE_IDENTITY_MAX 256               /* (spec, "roughly") one identity */
 #define LIM_MODEL_MAX 64                        /* (spec) module model id */
-#define LIM_ROWS_MAX 1024                       /* module rows */
-#define LIM_ROW_VALUES_MAX 1024                 /* values in one module row */
+#define LIM_ROWS_MAX 100000                     /* (spec) module rows (core/module.h checks the rest) */
+#define LIM_ROW_VALUES_MAX 1024                 /* values in one module row at decode (64 validated) */
+#define LIM_MODULE_ELEMENTS_MAX 1100000u         /* module rows + values in one request (own budget) */
 #define LIM_TRACE_ID_MAX 64                     /* (spec) trace id */
 #define LIM_TIMEOUT_MS_MAX 300000               /* (spec) RPC-edge clamp */
 #define LIM_OUTPUT_MAX (64u * 1024)             /* (spec) guest output per stream */

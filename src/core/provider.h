@@ -18,7 +18,7 @@ struct plm_payload_env {
     uint32_t max_timeout_ms;     /* ceiling; 0 = unsupported */
     uint32_t default_timeout_ms; /* used when the request states <= 0 */
     char software_identity[160];
-    const char *languages[4];    /* NULL-terminated */
+    const char *languages[9];    /* NULL-terminated; a module environment lists its models here */
 };
 
 struct plm_describe {
@@ -109,6 +109,11 @@ struct plm_provider_ops {
     /* NULL when projects are unsupported. */
     int (*run_project)(struct plm_provider *p, const struct plm_run_ctx *ctx,
                        const struct plm_request *req, struct plm_result *out, struct plm_err *err);
+    /* NULL when modules are unsupported; the daemon also asks describe()'s supports_module, which a
+     * provider states only once its startup proof ran a module row (issue 21). Fills
+     * out->kind = PLM_KIND_MODULE and out->module. */
+    int (*run_module)(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                      struct plm_result *out, struct plm_err *err);
     /* ---- sessions: every pointer NULL = no sessions ---- */
     /* The session environment Describe states (field 18): identity, ceiling, cell languages. */
     void (*session_env)(struct plm_provider *p, struct plm_payload_env *out);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "limits.h"
+#include "module.h"
 
 #define INVALID(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, __VA_ARGS__)
 
@@ -124,42 +125,6 @@ static int check_project(const struct plm_request *r, struct plm_err *err)
     return check_grant_name(r->project.grant_profile, err);
 }
 
-static bool model_ok(const char *m)
-{
-    size_t len = strlen(m);
-    if (len == 0 || len > LIM_MODEL_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = m[i];
-        bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
-            return false;
-    }
-    return true;
-}
-
-static int check_module(const struct plm_request *r, struct plm_err *err)
-{
-    if (!r->module.model || !model_ok(r->module.model))
-        return INVALID(err, "model must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
-    /* `!(x > 0)` also refuses NaN */
-    if (!(r->module.end_time > 0) || !isfinite(r->module.end_time))
-        return INVALID(err, "end_time must be a finite number > 0");
-    if (!(r->module.step > 0) || !isfinite(r->module.step))
-        return INVALID(err, "step must be a finite number > 0");
-    if (r->module.n_rows == 0 || r->module.n_rows > LIM_ROWS_MAX)
-        return INVALID(err, "a module run needs 1 to %d rows", LIM_ROWS_MAX);
-    for (size_t i = 0; i < r->module.n_rows; i++) {
-        const struct plm_row *row = &r->module.rows[i];
-        if (row->n_values > LIM_ROW_VALUES_MAX)
-            return INVALID(err, "row %zu has more than %d values", i + 1, LIM_ROW_VALUES_MAX);
-        for (size_t k = 0; k < row->n_values; k++)
-            if (!isfinite(row->values[k]))
-                return INVALID(err, "row %zu value %zu is not finite", i + 1, k + 1);
-    }
-    return 0;
-}
-
 int plm_validate_rule(const struct plm_request *r, struct plm_err *err)
 {
     const char *mode = r->software_mode ? r->software_mode : "";
@@ -193,7 +158,7 @@ int plm_validate_payload(const struct plm_request *r, struct plm_err *err)
     switch (r->kind) {
     case PLM_KIND_JAVASCRIPT: return check_javascript(r, err);
     case PLM_KIND_PROJECT: return check_project(r, err);
-    case PLM_KIND_MODULE: return check_module(r, err);
+    case PLM_KIND_MODULE: return plm_module_check(r, err);
     case PLM_KIND_CELL:
         return INVALID(err, "payload must be exactly one of javascript, project, or module; "
                             "a cell runs only in a session (SessionRun)");

@@ -55,6 +55,7 @@ static const struct var vars[] = {
     {"SANDBOX_DOCKER_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_PROJECT_IMAGE", "-", "docker provider"},
     {"SANDBOX_DOCKER_SESSION_IMAGE", "plimsoll/session:latest", "docker provider, sessions on"},
+    {"SANDBOX_DOCKER_MODULE_IMAGE", "- (no modules)", "docker provider: module runs (plimsoll/module:latest from make images; docs/modules.md)"},
     {"SANDBOX_DOCKER_RUNTIME", "- (runc)", "docker provider: runsc for gVisor (runsc-<name>: another gVisor registration)"},
     {"SANDBOX_DOCKER_SECCOMP", "-", "docker provider"},
     {"SANDBOX_GUEST_UID", "61000", "docker provider"},

@@ -20,7 +20,6 @@ static const struct {
     const char *name;
     const char *why;
 } absent[] = {
-    {"SANDBOX_DOCKER_MODULE_IMAGE", "this build runs no module payloads"},
     {"E2B_SESSION_GRANTS", "sessions take no grant in this build"},
     {"DOCKER_SBX_TOKEN", "the dockercloud provider is not in this build"},
     {"DOCKER_SBX_USERNAME", "the dockercloud provider is not in this build"},
@@ -39,6 +38,7 @@ static const struct {
     {"SANDBOX_DOCKER_IMAGE", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_PROJECT_IMAGE", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_SESSION_IMAGE", P(CFG_DOCKER)},
+    {"SANDBOX_DOCKER_MODULE_IMAGE", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_RUNTIME", P(CFG_DOCKER)},
     {"SANDBOX_DOCKER_SECCOMP", P(CFG_DOCKER)},
     {"SANDBOX_GUEST_UID", P(CFG_DOCKER)},

@@ -43,6 +43,7 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
             .session_image = cfg->sessions.max_sessions > 0
                                  ? env_or("SANDBOX_DOCKER_SESSION_IMAGE", "plimsoll/session:latest")
                                  : NULL,
+            .module_image = getenv("SANDBOX_DOCKER_MODULE_IMAGE"), /* unset or "" = no modules (spec) */
             .session_pool = cfg->sessions.pool,
             .session_disk_bytes = cfg->sessions.disk_bytes,
             .runtime = getenv("SANDBOX_DOCKER_RUNTIME"),

@@ -16,6 +16,7 @@
 #include "../core/cleanup.h"
 #include "../core/clock.h"
 #include "../core/limits.h"
+#include "../core/module.h"
 #include "../core/spend.h"
 #include "../core/validate.h"
 #include "../wire/connect_error.h"
@@ -119,7 +120,8 @@ static int check_supported(const struct run *r, struct plm_err *err)
 {
     const struct plm_provider_ops *ops = r->env->provider->ops;
     enum plm_kind k = r->req->kind;
-    bool runs = (k == PLM_KIND_JAVASCRIPT && ops->run_javascript) || (k == PLM_KIND_PROJECT && ops->run_project);
+    bool runs = (k == PLM_KIND_JAVASCRIPT && ops->run_javascript) || (k == PLM_KIND_PROJECT && ops->run_project) ||
+                (k == PLM_KIND_MODULE && ops->run_module && r->d.supports_module);
     if (!runs)
         return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "provider %s does not run %s payloads",
                           ops->name, plm_kind_name(k));
@@ -209,8 +211,9 @@ static int run_dispatch(struct run *r, struct plm_err *err)
 {
     const struct plm_provider_ops *ops = r->env->provider->ops;
     uint64_t t0 = clock_mono_ms();
-    int rc = r->req->kind == PLM_KIND_PROJECT ? ops->run_project(r->env->provider, &r->ctx, r->req, &r->res, err)
-                                              : ops->run_javascript(r->env->provider, &r->ctx, r->req, &r->res, err);
+    int rc = r->req->kind == PLM_KIND_PROJECT  ? ops->run_project(r->env->provider, &r->ctx, r->req, &r->res, err)
+             : r->req->kind == PLM_KIND_MODULE ? ops->run_module(r->env->provider, &r->ctx, r->req, &r->res, err)
+                                               : ops->run_javascript(r->env->provider, &r->ctx, r->req, &r->res, err);
     r->provider_ms = clock_mono_ms() - t0;
     if (r->paid) { /* charged the wall time of the provider call: create, run and delete */
         r->paid_ms = spend_settle(r->env->spend, r->paid, r->provider_ms);
@@ -301,6 +304,19 @@ static size_t payload_bytes(const struct plm_request *q)
     }
 }
 
+/* The model, the table's shape and the step count of a module run (issue 21). */
+static void audit_module(json_t *f, const struct plm_request *q)
+{
+    const char *model = q->module.model ? q->module.model : "";
+    json_object_set_new(f, "model", json_stringn(model, strnlen(model, 64)));
+    json_object_set_new(f, "rows", json_integer((json_int_t)q->module.n_rows));
+    json_object_set_new(f, "row_width", json_integer(q->module.n_rows ? (json_int_t)q->module.rows[0].n_values : 0));
+    double ratio = q->module.step > 0 ? q->module.end_time / q->module.step : 0;
+    if (ratio > 0 && ratio <= PLM_MODULE_RATIO_MAX)
+        json_object_set_new(f, "max_steps",
+                            json_integer((json_int_t)plm_module_max_steps(q->module.end_time, q->module.step)));
+}
+
 static void audit(const struct run *r, const struct plm_err *err)
 {
     const struct plm_request *q = r->req;
@@ -330,12 +346,20 @@ static void audit(const struct run *r, const struct plm_err *err)
     } else if (res->kind == PLM_KIND_PROJECT) {
         json_object_set_new(f, "outcome", json_string("project"));
         json_object_set_new(f, "project_outcome", json_integer(res->project.outcome));
+    } else if (res->kind == PLM_KIND_MODULE) {
+        json_object_set_new(f, "outcome", json_string("module"));
+        json_object_set_new(f, "module_outcome", json_integer(res->module.outcome));
+        json_object_set_new(f, "module_runs", json_integer((json_int_t)res->module.n_runs));
+        json_object_set_new(f, "module_width", json_integer(res->module.width));
     }
+    if (q->kind == PLM_KIND_MODULE) /* sizes only: never a parameter value */
+        audit_module(f, q);
     uint64_t us = clock_mono_us() - r->started_us;
     json_object_set_new(f, "duration_us", json_integer((json_int_t)us));
     metrics_note_run(err && plm_err_is_refusal(err)          ? MS_REFUSED
                      : err                                   ? MS_ERROR
                      : res->kind == PLM_KIND_PROJECT         ? MS_PROJECT
+                     : res->kind == PLM_KIND_MODULE          ? MS_PROJECT
                      : res->js.timed_out                     ? MS_TIMED_OUT
                                                              : MS_EXITED,
                      us);

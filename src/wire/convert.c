@@ -402,6 +402,38 @@ static Plimsoll__V1__ProjectResult *project_to_pb(const struct plm_project_resul
     return m;
 }
 
+static Plimsoll__V1__ModuleResult *module_to_pb(const struct plm_module_result *r, bool *ok)
+{
+    Plimsoll__V1__ModuleResult *m = new_msg(&plimsoll__v1__module_result__descriptor, ok);
+    if (!m)
+        return NULL;
+    m->width = r->width;
+    m->outcome = (Plimsoll__V1__ProjectOutcome)r->outcome;
+    m->outcome_detail = dup_text(r->detail, ok);
+    m->stdout = dup_bytes(&r->out, ok);
+    m->stderr = dup_bytes(&r->err, ok);
+    if (!r->n_runs)
+        return m;
+    m->runs = calloc(r->n_runs, sizeof *m->runs);
+    if (!m->runs)
+        return *ok = false, m;
+    for (size_t i = 0; i < r->n_runs; i++) {
+        Plimsoll__V1__ModuleRowResult *rm = new_msg(&plimsoll__v1__module_row_result__descriptor, ok);
+        if (!rm)
+            return m;
+        m->runs[m->n_runs++] = rm;
+        rm->status = r->runs[i].status;
+        if (!r->runs[i].n_outputs)
+            continue;
+        rm->outputs = malloc(r->runs[i].n_outputs * sizeof *rm->outputs);
+        if (!rm->outputs)
+            return *ok = false, m;
+        memcpy(rm->outputs, r->runs[i].outputs, r->runs[i].n_outputs * sizeof *rm->outputs);
+        rm->n_outputs = r->runs[i].n_outputs;
+    }
+    return m;
+}
+
 static Plimsoll__V1__RunRecord *record_to_pb(const struct plm_record *rec, bool *ok)
 {
     Plimsoll__V1__RunRecord *m = new_msg(&plimsoll__v1__run_record__descriptor, ok);
@@ -453,8 +485,13 @@ Plimsoll__V1__RunResponse *wire_response_to_pb(const struct plm_result *r, const
         if (m->cell)
             m->result_case = PLIMSOLL__V1__RUN_RESPONSE__RESULT_CELL;
         break;
+    case PLM_KIND_MODULE:
+        m->module = module_to_pb(&r->module, &ok);
+        if (m->module)
+            m->result_case = PLIMSOLL__V1__RUN_RESPONSE__RESULT_MODULE;
+        break;
     default:
-        break; /* modules are not produced by any provider yet */
+        break;
     }
     if (rec)
         m->record = record_to_pb(rec, &ok);
@@ -476,7 +513,7 @@ static Plimsoll__V1__PayloadEnvironment *env_to_pb(const struct plm_payload_env 
     m->max_timeout_ms = e->max_timeout_ms > 300000 ? 300000 : e->max_timeout_ms;
     m->software_identity = dup_text(e->software_identity, ok);
     size_t n = 0;
-    while (n < 4 && e->languages[n])
+    while (n < sizeof e->languages / sizeof *e->languages && e->languages[n])
         n++;
     if (n) {
         m->languages = calloc(n, sizeof *m->languages);

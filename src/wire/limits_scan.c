@@ -45,12 +45,38 @@ static int too_many(struct plm_err *err, const ProtobufCMessageDescriptor *m, co
                       m->short_name, f->name, limit);
 }
 
+/* Module rows and their values count against a budget of their own (LIM_MODULE_ELEMENTS_MAX):
+ * a run of 100,000 rows is allowed (providers.md §3.6), far above the request-wide limit. Every
+ * element is still counted and bounded; docs/limits.md states what that costs. */
+static bool module_field(const ProtobufCMessageDescriptor *m, const ProtobufCFieldDescriptor *f)
+{
+    return (!strcmp(m->short_name, "ModuleRun") && !strcmp(f->name, "rows")) ||
+           (!strcmp(m->short_name, "ModuleRow") && !strcmp(f->name, "values"));
+}
+
+/* Adds add elements of field f to the request's counts; -1 (refused) over either budget. */
+static int count_elements(size_t *values, size_t *module_values, const ProtobufCMessageDescriptor *m,
+                          const ProtobufCFieldDescriptor *f, size_t add, struct plm_err *err)
+{
+    if (module_field(m, f)) {
+        *module_values += add;
+        if (*module_values > LIM_MODULE_ELEMENTS_MAX)
+            return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
+                              "more than %u module rows and values in one request", LIM_MODULE_ELEMENTS_MAX);
+        return 0;
+    }
+    *values += add;
+    if (*values > LIM_DECODE_VALUES_MAX)
+        return too_many(err, NULL, NULL, 0);
+    return 0;
+}
+
 /* ---- JSON --------------------------------------------------------------------------------- */
 
 struct js {
     const char *s;
     size_t len, i;
-    size_t values, ignored;
+    size_t values, module_values, ignored;
     struct plm_err *err;
 };
 
@@ -189,8 +215,8 @@ static int js_repeated(struct js *j, const ProtobufCMessageDescriptor *owner, co
     for (;;) {
         if (++n > limit)
             return too_many(j->err, owner, f, limit);
-        if (++j->values > LIM_DECODE_VALUES_MAX)
-            return too_many(j->err, NULL, NULL, 0);
+        if (count_elements(&j->values, &j->module_values, owner, f, 1, j->err) < 0)
+            return -1;
         js_ws(j);
         if (j->i >= j->len)
             return js_syntax(j);
@@ -315,7 +341,7 @@ int wire_scan_json(const ProtobufCMessageDescriptor *desc, const char *text, siz
 /* ---- binary ------------------------------------------------------------------------------- */
 
 struct pb {
-    size_t values, unknown;
+    size_t values, module_values, unknown;
     struct plm_err *err;
 };
 
@@ -419,9 +445,8 @@ static int pb_message(struct pb *b, const ProtobufCMessageDescriptor *m, const u
             size_t limit = wire_repeat_limit(m, f);
             if (idx >= 64 || counts[idx] > limit)
                 return too_many(b->err, m, f, limit);
-            b->values += add;
-            if (b->values > LIM_DECODE_VALUES_MAX)
-                return too_many(b->err, NULL, NULL, 0);
+            if (count_elements(&b->values, &b->module_values, m, f, add, b->err) < 0)
+                return -1;
         }
         if (f->type == PROTOBUF_C_TYPE_MESSAGE && wt == 2 && pb_message(b, f->descriptor, val, vlen, depth + 1) < 0)
             return -1;

@@ -96,6 +96,7 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     const struct plm_evidence *ev = proven ? &s->card[d->tier == s->card[0].tier ? 0 : 1] : NULL;
     d->evidence = ev;
     d->policy = ev ? ev->policy : "";
+    dock_module_env(s, d);
 }
 
 static int ops_preflight(struct plm_provider *p, struct plm_err *err)
@@ -125,6 +126,12 @@ static int ops_run_project(struct plm_provider *p, const struct plm_run_ctx *ctx
                            struct plm_result *out, struct plm_err *err)
 {
     return dock_run_project(st(p), ctx, req, out, err);
+}
+
+static int ops_run_module(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                          struct plm_result *out, struct plm_err *err)
+{
+    return dock_run_module(st(p), ctx, req, out, err);
 }
 
 static void state_free(struct dock_state *s)
@@ -166,7 +173,7 @@ static void ops_destroy(struct plm_provider *p)
 #define DOCK_OPS_RUNS                                                                                    \
     .name = "docker", .tier = ops_tier, .describe = ops_describe, .preflight = ops_preflight,           \
     .smoke_test = ops_smoke, .run_javascript = ops_run_js, .run_project = ops_run_project,             \
-    .destroy = ops_destroy
+    .run_module = ops_run_module, .destroy = ops_destroy
 
 static const struct plm_provider_ops docker_ops = {DOCK_OPS_RUNS};
 
@@ -246,13 +253,19 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
             return -1;
         snprintf(s->ref[DOCK_SESSION], sizeof s->ref[0], "%s", c->session_image);
     }
+    if (c->module_image && *c->module_image) { /* unset or empty: modules are off (spec) */
+        if (dock_ref_check("SANDBOX_DOCKER_MODULE_IMAGE", c->module_image, err) < 0)
+            return -1;
+        snprintf(s->ref[DOCK_MODULE], sizeof s->ref[0], "%s", c->module_image);
+    }
     s->require_pinned = c->require_pinned;
     for (int k = 0; k < DOCK_KINDS && s->require_pinned; k++)
         if (s->ref[k][0] && !dock_ref_pinned(s->ref[k]))
             return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
                                "%s=%s is not pinned: SANDBOX_REQUIRE_PINNED_IMAGES wants name@sha256:<64 hex>",
-                               k == DOCK_SESSION ? "SANDBOX_DOCKER_SESSION_IMAGE"
-                               : k               ? "SANDBOX_DOCKER_PROJECT_IMAGE"
+                               k == DOCK_SESSION  ? "SANDBOX_DOCKER_SESSION_IMAGE"
+                               : k == DOCK_MODULE ? "SANDBOX_DOCKER_MODULE_IMAGE"
+                               : k                ? "SANDBOX_DOCKER_PROJECT_IMAGE"
                                                  : "SANDBOX_DOCKER_IMAGE",
                                s->ref[k]);
     const char *rt = c->runtime && *c->runtime ? c->runtime : "runc";

@@ -18,6 +18,8 @@ struct dock_config {
     const char *project_image; /* SANDBOX_DOCKER_PROJECT_IMAGE; required (holds /opt/plimsoll/runner) */
     const char *session_image; /* SANDBOX_DOCKER_SESSION_IMAGE: NULL or "" = no sessions; else the image
                                 * of one container per session (python3, node, the agent) */
+    const char *module_image;  /* SANDBOX_DOCKER_MODULE_IMAGE: NULL or "" = no modules; else the image
+                                * with the worker and the models (docs/modules.md) */
     uint32_t session_pool;       /* SANDBOX_SESSION_POOL: session containers kept started (session.c) */
     uint64_t session_disk_bytes; /* SANDBOX_SESSION_DISK_MB in bytes: what pool members are made for */
     const char *runtime;       /* SANDBOX_DOCKER_RUNTIME: NULL, "" or "runc" = runc; "runsc" = gVisor */

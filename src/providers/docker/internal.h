@@ -40,8 +40,11 @@
 #define DOCK_SPOOL_MAX 64 /* session containers kept started (SANDBOX_SESSION_POOL, capped here) */
 
 /* DOCK_SESSION: one container per session from the session image (session.c); never pooled. */
-enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1, DOCK_SESSION = 2 };
-#define DOCK_KINDS 3 /* images; the warm pool keeps the first two */
+/* DOCK_MODULE: one container per module run from the module image, driven by the runner as a
+ * project (module.c); never pooled. */
+enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1, DOCK_SESSION = 2, DOCK_MODULE = 3 };
+#define DOCK_KINDS 4 /* images; the warm pool keeps the first two */
+#define DOCK_MODULE_MODELS_MAX 8 /* model names Describe lists (module.c) */
 
 static inline int64_t dock_mono_ms(void) { return (int64_t)clock_mono_ms(); }
 static inline int64_t dock_unix_ms(void) { return clock_unix_ms(); }
@@ -216,6 +219,9 @@ struct dock_state {
 
     /* set by smoke_test, then read-only */
     struct plm_evidence card[2]; /* [0] as proven; [1] the same at tier container */
+    char models[DOCK_MODULE_MODELS_MAX][65]; /* module.c: the module image's models, proven at startup */
+    size_t n_models;
+    bool module_proven; /* a known row came back with the expected checksum (module.c) */
     atomic_bool proven;
     char grant_dir[96];        /* dock_config.grant_dir as configured ("" = automatic) */
     char hs_base[96];          /* where granted runs make their socket directory (smoke.c) */
@@ -336,6 +342,15 @@ int dock_run_project(struct dock_state *s, const struct plm_run_ctx *ctx, const 
                      struct plm_result *out, struct plm_err *err);
 int dock_project_exec(struct dock_state *s, uint32_t timeout_ms, const struct plm_request *req,
                       const struct plm_host_api *api, struct plm_result *out, struct plm_err *err);
+/* The same without a grant in a container of kind k (DOCK_PROJECT or DOCK_MODULE): module.c. */
+int dock_project_exec_in(struct dock_state *s, enum dock_kind k, uint32_t timeout_ms, const struct plm_request *req,
+                         struct plm_result *out, struct plm_err *err);
+/* ---- module.c: module runs through the project machinery (issue 21) ---------------------------- */
+int dock_run_module(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                    struct plm_result *out, struct plm_err *err);
+/* The startup proof: lists the models and runs a known row; adds the module.* checks to ev. */
+int dock_module_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err);
+void dock_module_env(struct dock_state *s, struct plm_describe *d);
 /* Shared by both: the floor and readiness checks every run makes before launching anything. */
 int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
                   struct plm_err *err);

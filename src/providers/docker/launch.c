@@ -171,8 +171,9 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
     static const char *const runner_cmd[] = {DOCK_RUNNER_PATH};
     bool wrapped = k == DOCK_SNIPPET && !cmd; /* node - runs under the script's end line */
     if (!cmd) {
-        cmd = k == DOCK_PROJECT ? runner_cmd : g ? node_grant_cmd : node_cmd;
-        n_cmd = k == DOCK_PROJECT ? 1 : g ? 3 : 2;
+        bool runner = k == DOCK_PROJECT || k == DOCK_MODULE;
+        cmd = runner ? runner_cmd : g ? node_grant_cmd : node_cmd;
+        n_cmd = runner ? 1 : g ? 3 : 2;
     }
     struct dock_box *b = calloc(1, sizeof *b);
     if (!b)
@@ -251,7 +252,7 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
                            "the container ended before its start marker (bad image or rejected command)");
     }
     b->marked = true;
-    if (k != DOCK_SESSION) { /* the pool's estimate (sessions are never pooled) */
+    if (k == DOCK_SNIPPET || k == DOCK_PROJECT) { /* the pool's estimate (only these are pooled) */
         pthread_mutex_lock(&s->pool_mu);
         int64_t took = dock_mono_ms() - b->created_ms, *avg = &s->start_avg_ms[k];
         *avg = *avg ? (*avg * 7 + took) / 8 : took;
@@ -306,7 +307,7 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
     }
     int64_t label =
         dock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
-        (k == DOCK_PROJECT ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000 : DOCK_SNIPPET_MAX_MS / 1000);
+        (k == DOCK_PROJECT || k == DOCK_MODULE ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000 : DOCK_SNIPPET_MAX_MS / 1000);
     return cold_start(s, k, cmd, n_cmd, g, NULL, label, out, err);
 }
 

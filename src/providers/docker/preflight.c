@@ -142,9 +142,10 @@ static int check_image(struct dock_state *s, int k, int64_t deadline, struct obs
 {
     const char *what = k == DOCK_SNIPPET   ? "SANDBOX_DOCKER_IMAGE"
                        : k == DOCK_PROJECT ? "SANDBOX_DOCKER_PROJECT_IMAGE"
+                       : k == DOCK_MODULE  ? "SANDBOX_DOCKER_MODULE_IMAGE"
                                            : "SANDBOX_DOCKER_SESSION_IMAGE";
     if (!s->ref[k][0])
-        return 0; /* no session image: sessions are off */
+        return 0; /* no session or module image: sessions or modules are off */
     char path[400];
     snprintf(path, sizeof path, DOCK_API "/images/%s/json", s->ref[k]);
     json_t *j;

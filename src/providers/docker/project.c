@@ -177,25 +177,31 @@ int dock_run_project(struct dock_state *s, const struct plm_run_ctx *ctx, const 
     return dock_project_exec(s, timeout, req, ctx->host_api, out, err);
 }
 
-static int project_run(struct dock_state *s, uint32_t timeout, const struct plm_request *req,
+static int project_run(struct dock_state *s, enum dock_kind k, uint32_t timeout, const struct plm_request *req,
                        const struct dock_grant_paths *g, struct plm_result *out, struct plm_err *err);
+
+int dock_project_exec_in(struct dock_state *s, enum dock_kind k, uint32_t timeout, const struct plm_request *req,
+                         struct plm_result *out, struct plm_err *err)
+{
+    return project_run(s, k, timeout, req, NULL, out, err);
+}
 
 int dock_project_exec(struct dock_state *s, uint32_t timeout, const struct plm_request *req,
                       const struct plm_host_api *api, struct plm_result *out, struct plm_err *err)
 {
     if (!api)
-        return project_run(s, timeout, req, NULL, out, err);
+        return project_run(s, DOCK_PROJECT, timeout, req, NULL, out, err);
     /* as for snippets: the socket lives exactly from before the container to the end of the run */
     struct dock_hostsock *hs = NULL;
     if (dock_hostsock_start(s->hs_base, api, NULL, &hs, err) < 0)
         return plm_err_wrap(err, "project");
     struct dock_grant_paths g = {dock_hostsock_sock_path(hs), dock_hostsock_preload_path(hs)};
-    int r = project_run(s, timeout, req, &g, out, err);
+    int r = project_run(s, DOCK_PROJECT, timeout, req, &g, out, err);
     dock_hostsock_stop(hs);
     return r;
 }
 
-static int project_run(struct dock_state *s, uint32_t timeout, const struct plm_request *req,
+static int project_run(struct dock_state *s, enum dock_kind k, uint32_t timeout, const struct plm_request *req,
                        const struct dock_grant_paths *g, struct plm_result *out, struct plm_err *err)
 {
     uint8_t key[RW_KEY_LEN];
@@ -208,7 +214,8 @@ static int project_run(struct dock_state *s, uint32_t timeout, const struct plm_
         return -1;
     }
     struct dock_box *b = NULL;
-    if (dock_box_acquire(s, DOCK_PROJECT, NULL, 0, true, g, &b, err) < 0) {
+    /* a module container is never pooled (its image is its own and runs are rare) */
+    if (dock_box_acquire(s, k, NULL, 0, k == DOCK_PROJECT, g, &b, err) < 0) {
         explicit_bzero(key, sizeof key);
         explicit_bzero(plan, plan_len);
         free(plan);
@@ -254,7 +261,7 @@ static int project_run(struct dock_state *s, uint32_t timeout, const struct plm_
     }
     out->kind = PLM_KIND_PROJECT;
     out->project = pr;
-    if (dock_result_identity(s, DOCK_PROJECT, out) < 0)
+    if (dock_result_identity(s, k, out) < 0)
         return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
     return 0;
 }

@@ -1,0 +1,47 @@
+/* module.h: module runs (issue 21, providers.md §3.6) as far as the core knows them: the request's
+ * bounds, the parameter table a worker reads (params.txt) and the PLSM record it writes back.
+ * Providers use these; the worker (src/module/) implements the other side of both formats.
+ * Trusts: nothing. The PLSM decoder reads bytes a guest-side worker wrote: fixed layout, every
+ * length checked against the bytes left and against what the request allows, no allocation larger
+ * than the record itself. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "request.h"
+
+#define PLM_MODULE_ROWS_MAX 100000u          /* (spec) rows in one run */
+#define PLM_MODULE_WIDTH_MAX 64u             /* (spec) values in one row */
+#define PLM_MODULE_RATIO_MAX 1000000.0       /* (spec) end_time / step */
+#define PLM_MODULE_RESULT_MAX 8388608u       /* (spec) MaxModuleResultBytes */
+#define PLM_PLSM_HEADER 20u                  /* "PLSM", version, rows, width, params */
+#define PLM_PLSM_WIDTH_MAX 65536u            /* (spec) outputs per step in a record */
+#define PLM_MODULE_PARAMS_FILE "params.txt"
+#define PLM_MODULE_RESULTS_FILE "results.bin"
+
+/* floor(end/step) + 2 for a request that passed plm_module_check (so end/step <= 1e6). */
+uint64_t plm_module_max_steps(double end_time, double step);
+
+/* The module checks of providers.md §3.6 in order (model, rows, width, values, end_time, step,
+ * ratio, result bound); every failure PLM_E_INVALID marked `request`. */
+int plm_module_check(const struct plm_request *r, struct plm_err *err);
+
+/* Writes x in the shortest of %.15g/%.16g/%.17g that reads back (strtod) as the same bits; -0 and
+ * subnormals included. buf needs 32 bytes; returns the length. x must be finite. */
+size_t plm_module_fmt_double(double x, char buf[32]);
+
+/* params.txt for r: one line per row, values separated by one space, '\n' after each line.
+ * malloc'd into *out (*len bytes, NUL-terminated); -1 out of memory. */
+int plm_module_params_text(const struct plm_request *r, char **out, size_t *len);
+
+/* Decodes a PLSM record for request r into out (runs, width; the caller sets outcome and the
+ * rest). NaNs are canonicalised to 0x7ff8000000000000. -1 with a short reason in why (static text)
+ * when the record is not exactly what r allows: magic, version 1, rows = r's rows, params = r's
+ * width, 1 <= width <= 65536, per row a status <= max steps with status x width doubles, nothing
+ * truncated, nothing trailing. On -1 out is left empty. */
+int plm_plsm_decode(const uint8_t *p, size_t n, const struct plm_request *r, struct plm_module_result *out,
+                    const char **why);
+
+/* Frees the runs of a module result (not detail/out/err). */
+void plm_module_runs_free(struct plm_module_result *m);
