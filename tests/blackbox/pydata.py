@@ -41,7 +41,7 @@ except ImportError:
 '''
 
 # np.polyfit on exact points of 3x^2 - 2x + 1 gives back the coefficients.
-WANT_STDOUT = (b"rows 10 sum 790 mean 79.0\n"
+WANT_STDOUT = (b"rows 10 sum 775 mean 77.5\n"
                b"coef 3.000 -2.000 1.000\n"
                b"backend agg\n"
                b"network closed\n"

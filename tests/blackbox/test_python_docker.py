@@ -16,6 +16,9 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(__file__))
 from pydata import judge, request  # noqa: E402
 from test_docker import PROJECT_IMAGE, DockerCase, engine, project  # noqa: E402
+from test_sessions import Client, out  # noqa: E402
+
+SESSION_IMAGE = os.environ.get("PLIMSOLL_TEST_SESSION_IMAGE", "plimsoll/session:latest")
 
 STRIPPED = "plimsoll-test/project-no-numpy:py%d" % os.getpid()
 
@@ -128,6 +131,28 @@ class C_Stripped(DockerCase):
     def test_node_project_still_runs(self):
         body = self.run_ok(project(["node -e 'console.log(6*7)'"]))
         self.assertEqual(b64(body["project"]["steps"][0]["stdout"]), b"42\n")
+
+
+class D_Session(DockerCase):
+    """A docker Python session (runc): pandas imports in a cell; a DataFrame made in one cell is
+    read by the next; a chart saved in one cell is still in /work in the next."""
+    ENV = {"SANDBOX_DOCKER_SESSION_IMAGE": SESSION_IMAGE, "SANDBOX_MAX_SESSIONS": "2",
+           "SANDBOX_SESSION_DISK_MB": "16"}
+
+    def test_pandas_cells_keep_state(self):
+        c = Client(self, self.d)
+        c.open(languages=["python"])
+        r = c.cell("import pandas as pd, numpy as np\ndf = pd.DataFrame({'x': np.arange(5)})\n"
+                   "df['y'] = df['x'] ** 2", language="python", timeoutMs=60000)
+        self.assertEqual(r["run"]["cell"].get("exitCode", 0), 0, r)
+        r = c.cell("print(int(df['y'].sum()), pd.__version__ == pd.__version__)\nlen(df)", language="python")
+        self.assertEqual(out(r), "30 True\n5\n")
+        r = c.cell("import matplotlib.pyplot as plt\nplt.plot(df['x'], df['y'])\nplt.savefig('p.png')\n"
+                   "import matplotlib\nmatplotlib.get_backend()", language="python", timeoutMs=60000)
+        self.assertEqual(out(r), "'agg'\n")
+        r = c.cell("open('p.png', 'rb').read(8) == b'\\x89PNG\\r\\n\\x1a\\n'", language="python")
+        self.assertEqual(out(r), "True\n")
+        c.close()
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ class A_Microvm(WireCase):
         self.assertEqual(st, 200)
         d = json.loads(data)
         self.assertEqual(d["isolation"], "vm")
-        self.assertIn("python", d["projectEnvironment"]["languages"])
+        why = [x for x in d["evidence"]["confinement"] if x.startswith("python")]
+        self.assertIn("python", d["projectEnvironment"]["languages"], why)
         checks = {c["name"]: c for c in d["evidence"]["checks"]}
         self.assertTrue(checks["guest.project_python"]["passed"])
         self.assertRegex(checks["guest.project_python"]["observed"],
