@@ -390,6 +390,9 @@ def add_node_modules(tree, mods, stamp):
         tree.mkdir("/usr/local/bin")
         tree.e["/usr/local/bin/" + b] = ("sym", NODE_MODULES + "/" + real)
     tree.data("/opt/plimsoll/npm-lock.sha256", (stamp + "\n").encode())
+    # tsc looks for @types (node's, for `import 'node:fs'`) in node_modules/@types beside the
+    # project and in each directory above it; projects live in /work, so / is where it finds them.
+    tree.e["/node_modules"] = ("sym", NODE_MODULES.lstrip("/"))
 
 # The session image (docs/sessions.md): python3's standard library without its test suite and the
 # GUI/installer parts no cell can use, its extension modules with their shared libraries, and the
@@ -426,10 +429,111 @@ def python_stdlib(tree):
         tree.binaries(sos)  # each extension module with the libraries it links (libffi, libssl ...)
 
 
+# The data libraries (docs/python.md): these Debian packages and the python3-* packages they
+# depend on, copied file by file from this host (dpkg -L), with the byte code Debian compiled at
+# install time (__pycache__, not listed by dpkg) and the shared libraries their extension modules
+# link (ldd: BLAS, LAPACK, gfortran, freetype ...). Packages a Debian dependency drags in that no
+# import of these libraries needs are left out: pythran/beniget/gast/ply are scipy's build-time
+# compiler, sympy/mpmath ride along with it, tk is a display the guest lacks, the rest install or
+# build Python code. Test suites (.../tests/) are left out too (a third of pandas and scipy).
+PY_DATA = ("python3-numpy", "python3-scipy", "python3-pandas", "python3-matplotlib")
+PY_DATA_SKIP = {"python3", "python3-minimal", "python3-dev", "python3-all", "python3-all-dev", "python3-distutils",
+                "python3-lib2to3", "python3-pythran", "python3-beniget", "python3-gast", "python3-ply",
+                "python3-sympy", "python3-mpmath", "python3-tk", "python3-pil.imagetk"}
+PY_DATA_EXTRA = ("python-matplotlib-data", "fonts-dejavu-core", "tzdata")
+PY_DATA_DROP = ("/usr/share/doc/", "/usr/share/man/", "/usr/share/lintian/", "/usr/share/locale/", "/etc/")
+# OPENBLAS_NUM_THREADS and OMP_NUM_THREADS: one thread per run (a BLAS that starts a thread per
+# host core inside a 1-CPU cgroup only contends with itself); matplotlib draws with Agg (no
+# display) and keeps its config and font cache under /tmp, the run's writable tmpfs.
+PY_ENV = ("OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "MPLBACKEND=Agg",
+          "MPLCONFIGDIR=/tmp/.matplotlib", "XDG_CACHE_HOME=/tmp/.cache", "PYTHONDONTWRITEBYTECODE=1")
+
+
+def dpkg_status(names):
+    """{package: (installed?, version, "Pre-Depends, Depends")} for the names dpkg knows."""
+    r = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Status}\t${Version}\t${Pre-Depends}, ${Depends}\n"]
+                       + sorted(names), capture_output=True, text=True)
+    out = {}
+    for line in r.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 4:
+            out[parts[0]] = (parts[1].endswith(" installed"), parts[2], parts[3])
+    return out
+
+
+def py_data_packages():
+    """{package: version}: PY_DATA and the python3-* packages they depend on (first installed
+    alternative), minus PY_DATA_SKIP, plus PY_DATA_EXTRA. Dies naming a missing one."""
+    st = dpkg_status(PY_DATA + PY_DATA_EXTRA)
+    for p in PY_DATA + PY_DATA_EXTRA:
+        if not st.get(p, (False,))[0]:
+            die("%s is not installed: apt-get install --no-install-recommends %s" % (p, p))
+    seen, todo = {}, list(PY_DATA)
+    while todo:
+        info = dpkg_status(todo)
+        todo = []
+        for p, (_, ver, deps) in info.items():
+            if p in seen:
+                continue
+            seen[p] = ver
+            for alt in deps.split(","):
+                cands = [a.split("(")[0].strip().split(":")[0] for a in alt.split("|") if a.strip()]
+                cands = [c for c in cands if c.startswith("python3-") and c not in PY_DATA_SKIP]
+                if not cands:
+                    continue
+                have = dpkg_status(cands)
+                pick = next((c for c in cands if have.get(c, (False,))[0]), None)
+                if pick and pick not in seen:
+                    todo.append(pick)
+    for p in PY_DATA_EXTRA:
+        seen[p] = st[p][1]
+    return seen
+
+
+def python_data(tree):
+    """Adds the data libraries to tree; returns {package: version} (also written to the image as
+    /opt/plimsoll/python-packages, which the startup proof does not trust but docs quote)."""
+    pkgs = py_data_packages()
+    sos = []
+    for p in sorted(pkgs):
+        r = subprocess.run(["dpkg", "-L", p], capture_output=True, text=True)
+        if r.returncode != 0:
+            die("dpkg -L %s failed" % p)
+        for path in r.stdout.split("\n"):
+            if not path.startswith("/usr/") or path.startswith(PY_DATA_DROP) or "/tests/" in path + "/":
+                continue
+            if os.path.islink(path) or os.path.isfile(path):
+                tree.host(path)
+                if path.endswith(".so") or ".so." in os.path.basename(path):
+                    sos.append(os.path.realpath(path))
+                if path.endswith(".py"):
+                    d, base = os.path.split(path)
+                    cache = os.path.join(d, "__pycache__")
+                    tag = base[:-3] + ".cpython-"  # name.cpython-311.pyc
+                    if os.path.isdir(cache):
+                        for name in os.listdir(cache):
+                            if name.startswith(tag) and name.endswith(".pyc") and ".opt-" not in name:
+                                tree.host(os.path.join(cache, name))
+            elif os.path.isdir(path):
+                tree.mkdir(path)
+    if sos:
+        tree.binaries(sorted(set(s for s in sos if os.path.isfile(s))))
+    rc = "/etc/matplotlibrc"  # Debian's says TkAgg; the guest has no display
+    if os.path.isfile(rc):
+        with open(rc, "rb") as f:
+            text = f.read()
+        lines = [b"backend: Agg" if ln.strip().startswith(b"backend:") else ln for ln in text.split(b"\n")]
+        tree.data(rc, b"\n".join(lines))
+    tree.data("/opt/plimsoll/python-packages",
+              "".join("%s %s\n" % (p, v) for p, v in sorted(pkgs.items())).encode())
+    return pkgs
+
+
 def session_tree():
     t = base_tree()
     t.binaries(coreutils())
     python_stdlib(t)
+    python_data(t)
     for name in ("agent.py", "kernel.py", "kernel.js"):
         src = os.path.join(SESSION_DIR, name)
         t.data("/opt/plimsoll/session/" + name, HostFile(src, os.stat(src)), 0o644)
@@ -503,8 +607,8 @@ def inspect(sock, tag):
     return json.loads(body)
 
 
-def build(sock, tag, tree, kind, quiet):
-    fp = tree.fingerprint(kind.encode())
+def build(sock, tag, tree, kind, quiet, env=()):
+    fp = tree.fingerprint(repr((kind, env)).encode())
     old = inspect(sock, tag)
     labels = ((old or {}).get("Config") or {}).get("Labels") or {}
     if old and labels.get(FP_LABEL) == fp:
@@ -512,10 +616,10 @@ def build(sock, tag, tree, kind, quiet):
             print("build-images: %s is up to date (%s)" % (tag, old["Id"]))
         return old["Id"]
     tar = tree.tar()
-    return import_image(sock, tag, tar, hashlib.sha256(tar).hexdigest(), fp, kind, quiet, old)
+    return import_image(sock, tag, tar, hashlib.sha256(tar).hexdigest(), fp, kind, quiet, old, env)
 
 
-def import_image(sock, tag, tar, digest, fp, kind, quiet, old):
+def import_image(sock, tag, tar, digest, fp, kind, quiet, old, env=()):
     labels = ((old or {}).get("Config") or {}).get("Labels") or {}
     if old and labels.get(LABEL) == digest and labels.get(FP_LABEL) == fp:
         if not quiet:
@@ -526,6 +630,7 @@ def import_image(sock, tag, tar, digest, fp, kind, quiet, old):
         repo, t = tag, "latest"
     q = [("fromSrc", "-"), ("repo", repo), ("tag", t), ("changes", "LABEL %s=%s" % (LABEL, digest)),
          ("changes", "LABEL %s=%s" % (FP_LABEL, fp)), ("changes", "LABEL org.plimsoll.image=%s" % kind)]
+    q += [("changes", "ENV " + e) for e in env]
     path = API + "/images/create?" + urllib.parse.urlencode(q)
     st, body = api(sock, "POST", path, body=tar, headers={"Content-Type": "application/x-tar"})
     if st != 200:
@@ -547,8 +652,47 @@ def import_image(sock, tag, tar, digest, fp, kind, quiet, old):
     return new["Id"]
 
 
+def usr_stage(dest):
+    """Writes python3, its standard library and the data libraries under dest as the guest's /usr
+    (microvm project VMs mount one read-only disk there; scripts/microvm-setup.sh). Only paths
+    under /usr are written, /usr stripped. A link whose target leaves /usr (/etc/alternatives for
+    BLAS) becomes a copy of the file it resolves to; every other link points at its resolved
+    /usr path. Python sources keep their mtimes, which the byte code beside them records."""
+    t = Tree()
+    python_stdlib(t)
+    pkgs = python_data(t)
+    for path in sorted(t.e):
+        if not path.startswith("/usr/"):
+            continue
+        kind = t.e[path]
+        out = os.path.join(dest, path[len("/usr/"):])
+        if kind[0] == "dir":
+            os.makedirs(out, exist_ok=True)
+            continue
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        if kind[0] == "sym":
+            real = os.path.realpath(path)
+            if real.startswith("/usr/"):
+                os.symlink(real, out)
+                continue
+            if not os.path.isfile(real):
+                die("%s resolves to %s, not a file" % (path, real))
+            st = os.stat(real)
+            kind = ("file", st.st_mode & 0o755, HostFile(real, st))
+        c = kind[2]
+        data = c if isinstance(c, bytes) else c()
+        with open(out, "wb") as f:
+            f.write(data)
+        os.chmod(out, kind[1])
+        if isinstance(c, HostFile):
+            os.utime(out, ns=(c.stamp[2], c.stamp[2]))
+    with open(os.path.join(dest, "share", "plimsoll-python-packages"), "w") as f:
+        f.write("".join("%s %s\n" % (p, v) for p, v in sorted(pkgs.items())))
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--usr-stage", metavar="DIR", help="only write python's /usr tree into DIR (microvm disk)")
     ap.add_argument("--snippet-tag", default="plimsoll/snippet:latest")
     ap.add_argument("--project-tag", default="plimsoll/project:latest")
     ap.add_argument("--session-tag", default="plimsoll/session:latest")
@@ -557,6 +701,9 @@ def main():
                     help="build this one image and leave the others as they are")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args()
+    if args.usr_stage:
+        usr_stage(args.usr_stage)
+        return
     sock = socket_path()
     try:
         st, body = api(sock, "GET", "/_ping", timeout=10)
@@ -571,7 +718,7 @@ def main():
     if want("snippet"):
         build(sock, args.snippet_tag, base_tree(), "snippet", args.quiet)
     if want("session"):
-        build(sock, args.session_tag, session_tree(), "session", args.quiet)
+        build(sock, args.session_tag, session_tree(), "session", args.quiet, PY_ENV)
 
     stamp = runner_stamp()
     with tempfile.TemporaryDirectory() as tmp:
@@ -581,10 +728,12 @@ def main():
             return
         project = base_tree()
         project.binaries(coreutils())
+        python_stdlib(project)
+        python_data(project)
         add_node_modules(project, *npm_modules())
         project.data("/opt/plimsoll/runner", Compiled("plimsoll-runner", ["runner.c", "sha256.c"], tmp, stamp), 0o755)
         project.data("/opt/plimsoll/probe", Compiled("plimsoll-probe", ["probe.c"], tmp, stamp), 0o755)
-        build(sock, args.project_tag, project, "project", args.quiet)
+        build(sock, args.project_tag, project, "project", args.quiet, PY_ENV)
 
 
 if __name__ == "__main__":

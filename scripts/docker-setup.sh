@@ -33,7 +33,8 @@ PY
 }
 
 missing=""
-for p in docker.io runsc nodejs coreutils; do
+# python3-*: the data libraries the project and session images carry (docs/python.md).
+for p in docker.io runsc nodejs coreutils python3-numpy python3-scipy python3-pandas python3-matplotlib; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 # npm installs the project image's TypeScript tooling (build-images.py); nodejs packages that
@@ -131,4 +132,4 @@ for _ in range(50):
 sys.exit(1)
 PY
 
-python3 scripts/build-images.py --quiet
+/usr/bin/python3 scripts/build-images.py --quiet

@@ -14,7 +14,9 @@
 #                                                         guest init (src/providers/microvm/guest)
 #   scripts/microvm-setup.sh node-image OUT               OUT: a read-only ext4 image of the host's
 #                                                         node and the shared libraries ldd names
-#                                                         for it (project VMs' /usr, virtio-blk)
+#                                                         for it, and python3 with its data
+#                                                         libraries (project VMs' /usr, virtio-blk;
+#                                                         MICROVM_PYTHON=0 leaves Python off)
 set -eu
 
 KPKG=linux-image-6.1.0-57-cloud-amd64
@@ -111,23 +113,36 @@ node_image() {
     command -v mke2fs >/dev/null 2>&1 || die "mke2fs missing: apt-get install e2fsprogs"
     stage=$(mktemp -d "${out}.stage.XXXXXX")
     trap 'rm -rf "$stage"' EXIT
+    # Python on the same disk (issue 20: one combined read-only disk; docs/python.md says why):
+    # python3, its standard library and the data libraries, from this host's Debian files by the
+    # image builder's own selection. Without them the disk holds node only, and the startup proof
+    # states `python: absent` on the card.
+    if [ "${MICROVM_PYTHON:-1}" = 1 ]; then
+        /usr/bin/python3 "$here/build-images.py" --usr-stage "$stage" ||
+            echo "microvm-setup: python3 and its data libraries are left off the disk (see above)" >&2
+    fi
     mkdir -p "$stage/bin" "$stage/lib64"
     cp -L "$NODE" "$stage/bin/node"
     ldd "$NODE" >"$stage.ldd" || die "ldd $NODE failed"
     for f in $(awk '/=>/ && $3 ~ /^\// {print $3}' "$stage.ldd"); do
         d=$stage/lib/$(basename "$(dirname "$f")")
         mkdir -p "$d"
+        rm -f "$d/$(basename "$f")" # python's stage may hold it as a link to the host's /usr
         cp -L "$f" "$d/$(basename "$f")"
     done
     loader=$(awk '$1 ~ /^\/.*ld-linux/ {print $1}' "$stage.ldd")
     rm -f "$stage.ldd"
     [ -n "$loader" ] || die "no dynamic loader in ldd $NODE"
+    rm -f "$stage/lib64/$(basename "$loader")"
     cp -L "$loader" "$stage/lib64/$(basename "$loader")"
     chmod -R a+rX,go-w "$stage"
-    find "$stage" -exec touch -h -d @0 {} +
+    # Python's sources keep their times: the byte code beside them records them, and a stale
+    # record would make every import compile again (the disk is read-only, nothing is cached).
+    find "$stage" ! -path "$stage/lib/python3*" -exec touch -h -d @0 {} +
     kib=$(du -sk "$stage" | cut -f1)
+    inodes=$(($(find "$stage" | wc -l) + 256))
     rm -f "$out.tmp"
-    E2FSPROGS_FAKE_TIME=1 mke2fs -q -t ext4 -O ^has_journal,^resize_inode -b 4096 -m 0 -N 256 \
+    E2FSPROGS_FAKE_TIME=1 mke2fs -q -t ext4 -O ^has_journal,^resize_inode -b 4096 -m 0 -N "$inodes" \
         -U 6e6f6465-0000-4000-8000-000000000001 \
         -E root_owner=0:0,hash_seed=6e6f6465-0000-4000-8000-000000000002,lazy_itable_init=0 \
         -L plm-node -d "$stage" "$out.tmp" $((kib / 4 + kib / 40 + 1024)) >/dev/null ||

@@ -17,6 +17,19 @@ static const char *outcome_name(Plimsoll__V1__ProjectOutcome o)
     }
 }
 
+/* An image by its signature (PNG, JPEG, GIF, WebP): what a chart saved by a project looks like. */
+static bool is_image(const ProtobufCBinaryData *c)
+{
+    static const struct {
+        const char *sig;
+        size_t len, at;
+    } sigs[] = {{"\x89PNG\r\n\x1a\n", 8, 0}, {"\xff\xd8\xff", 3, 0}, {"GIF8", 4, 0}, {"WEBP", 4, 8}};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (c->len >= sigs[i].at + sigs[i].len && !memcmp(c->data + sigs[i].at, sigs[i].sig, sigs[i].len))
+            return true;
+    return false;
+}
+
 void cli_card_print_project(FILE *f, const Plimsoll__V1__ProjectResult *p, bool checked)
 {
     fprintf(f, "%-16s %s", "outcome:", outcome_name(p->outcome));
@@ -37,11 +50,22 @@ void cli_card_print_project(FILE *f, const Plimsoll__V1__ProjectResult *p, bool 
         cli_put_safe(f, st->command, "\"\"");
         fputc('\n', f);
     }
-    size_t bytes = 0;
-    for (size_t i = 0; i < p->n_artifacts; i++)
-        bytes += p->artifacts[i] ? p->artifacts[i]->content.len : 0;
-    fprintf(f, "%-16s %zu, %zu bytes%s%s\n", "artifacts:", p->n_artifacts, bytes,
-            p->artifacts_truncated ? " (truncated)" : "", checked ? "" : " (withheld: the record does not vouch for them)");
+    size_t bytes = 0, images = 0, image_bytes = 0;
+    for (size_t i = 0; i < p->n_artifacts; i++) {
+        size_t n = p->artifacts[i] ? p->artifacts[i]->content.len : 0;
+        bytes += n;
+        if (p->artifacts[i] && is_image(&p->artifacts[i]->content)) {
+            images++;
+            image_bytes += n;
+        }
+    }
+    /* Images (charts) only as a count and a size: the card, and the run-card page made from it,
+     * never shows artifact content (docs/ui.md). */
+    fprintf(f, "%-16s %zu, %zu bytes", "artifacts:", p->n_artifacts, bytes);
+    if (images)
+        fprintf(f, ", %zu image%s (%zu bytes)", images, images == 1 ? "" : "s", image_bytes);
+    fprintf(f, "%s%s\n", p->artifacts_truncated ? " (truncated)" : "",
+            checked ? "" : " (withheld: the record does not vouch for them)");
 }
 
 int cli_card_json_project(json_t *j, const Plimsoll__V1__ProjectResult *p, bool withheld)

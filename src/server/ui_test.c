@@ -149,8 +149,42 @@ static void test_ring(void)
     ui_ring_free(r);
 }
 
+/* A project answer with a PNG chart: the card (and so the page) shows the image only as a count
+ * and a size, never its bytes or the step output. */
+static void test_image_artifact(void)
+{
+    struct ui_ring *r = ui_ring_new();
+    CHECK(r != NULL);
+    Plimsoll__V1__ProjectRun pj = PLIMSOLL__V1__PROJECT_RUN__INIT;
+    char *steps[] = {"python3 main.py"};
+    pj.steps = steps;
+    pj.n_steps = 1;
+    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
+    req.protocol = 3;
+    req.minimum_isolation = "";
+    req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_PROJECT;
+    req.project = &pj;
+    /* plot.png: a PNG signature and 8 more bytes; notes.txt: "SECRET"; stdout "SECRET_OUTPUT" */
+    const char *body = "{\"sandbox\":\"fake\",\"isolation\":\"container\",\"durationMs\":\"9\","
+                       "\"project\":{\"outcome\":\"PROJECT_OUTCOME_COMPLETED\",\"steps\":[{\"command\":"
+                       "\"python3 main.py\",\"stdout\":\"U0VDUkVUX09VVFBVVA==\"}],\"artifacts\":["
+                       "{\"path\":\"plot.png\",\"content\":\"iVBORw0KGgoAAAANSUhEUg==\"},"
+                       "{\"path\":\"notes.txt\",\"content\":\"U0VDUkVU\"}]},"
+                       "\"record\":{\"version\":2,\"recordSha256\":\""
+                       "abababababababababababababababababababababababababababababababab\"}}";
+    struct rpc_answer ans = {.status = 200, .fmt = RPC_JSON, .body = (char *)body, .len = strlen(body)};
+    ui_ring_note(r, "00000000000000000000000000000009", "carol", &req, &ans);
+    struct ui_run_card card;
+    CHECK(ui_ring_snapshot(r, &card, 1) == 1);
+    CHECK(strstr(card.card, "artifacts:       2, 22 bytes, 1 image (16 bytes)") != NULL);
+    CHECK(strstr(card.card, "SECRET") == NULL);
+    CHECK(strstr(card.card, "PNG") == NULL && strstr(card.card, "iVBOR") == NULL);
+    ui_ring_free(r);
+}
+
 int main(void)
 {
+    test_image_artifact();
     test_html();
     test_verdict();
     test_ring();

@@ -87,6 +87,8 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     d->project.max_timeout_ms = DOCK_PROJECT_MAX_MS;
     d->project.languages[0] = "javascript";
     d->project.languages[1] = "shell";
+    if (proven && atomic_load(&s->python_proven))
+        d->project.languages[2] = "python"; /* pyproof.c ran the imports in this image */
     d->memory_mb = s->lock.memory_mb;
     d->pids = s->lock.pids;
     d->disk_mb = s->lock.tmp_mb + s->lock.shm_mb + s->lock.work_mb;

@@ -226,6 +226,7 @@ struct dock_state {
     char grant_dir[96];        /* dock_config.grant_dir as configured ("" = automatic) */
     char hs_base[96];          /* where granted runs make their socket directory (smoke.c) */
     atomic_bool grants_proven; /* a container reached a mounted socket at startup (smoke.c) */
+    atomic_bool python_proven; /* the project image imported numpy, pandas, matplotlib (pyproof.c) */
 
     /* refreshed by preflight */
     pthread_mutex_t mu; /* guards pf_ok_ms, pf_err, the removal queue, stop */
@@ -370,6 +371,12 @@ int dock_session_suspend(struct plm_provider *p, struct plm_session *h, bool *ho
 int dock_session_close(struct plm_provider *p, struct plm_session *h, struct plm_err *err);
 /* Removes session containers (DOCK_LABEL_SESSION) whose daemon pid no longer runs here. */
 void dock_session_sweep(struct dock_state *s);
+/* ---- pyproof.c: Python in the project image (docs/python.md) ------------------------------------ */
+/* Runs PLM_PY_PROBE_STEP as a project in the real sandbox; a pass sets python_proven and adds the
+ * check project.python with the versions, an absence adds the card line "python: absent: why"
+ * (not a failed check: node and shell projects still run). -1 only when the card is full. */
+int dock_python_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err);
+
 /* The session pool's filler thread: started once the provider is proven, stopped (and every
  * parked session container removed) by dock_session_pool_stop. */
 int dock_session_pool_start(struct dock_state *s, struct plm_err *err);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../core/limits.h"
+#include "../../core/pylang.h"
 #include "internal.h"
 
 static char *dup_s(const char *s)
@@ -173,6 +174,10 @@ int dock_run_project(struct dock_state *s, const struct plm_run_ctx *ctx, const 
 {
     if (dock_run_gate(s, ctx, req, err) < 0)
         return -1;
+    if (plm_project_is_python(req) && !atomic_load(&s->python_proven))
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                           "a step runs python, and the startup proof found no python3 with numpy, pandas and "
+                           "matplotlib in the project image (see the evidence card); nothing ran");
     uint32_t timeout = plm_clamp_timeout((int32_t)ctx->timeout_ms, DOCK_PROJECT_DEFAULT_MS, DOCK_PROJECT_MAX_MS);
     return dock_project_exec(s, timeout, req, ctx->host_api, out, err);
 }

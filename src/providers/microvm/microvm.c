@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../../core/limits.h"
+#include "../../core/pylang.h"
 #include "mv_int.h"
 
 #ifndef MV_KERNEL_BUILD_PATH
@@ -59,6 +60,8 @@ static void mv_describe(struct plm_provider *p, struct plm_describe *d)
     d->project.default_timeout_ms = MV_PROJECT_DEFAULT_MS;
     d->project.max_timeout_ms = MV_PROJECT_MAX_MS;
     d->project.languages[0] = "shell";
+    if (proven && __atomic_load_n(&s->python_proven, __ATOMIC_ACQUIRE))
+        d->project.languages[1] = "python"; /* smoke.c imported the data libraries in a project VM */
     d->memory_mb = s->cfg.memory_mb;
     d->disk_mb = s->cfg.disk_mb;
     d->cpus = s->cfg.cpus;
@@ -154,6 +157,10 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
                            "microvm does not support grants for projects");
     if (!s->pool || !s->proj->pool)
         return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: not proven; nothing ran");
+    if (plm_project_is_python(req) && !__atomic_load_n(&s->python_proven, __ATOMIC_ACQUIRE))
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                           "a step runs python, and the startup proof found no python3 with numpy, pandas and "
+                           "matplotlib on the project disk (see the evidence card); nothing ran");
     struct mv_state *ps = s->proj;
     uint32_t timeout = ctx->timeout_ms ? ctx->timeout_ms : MV_PROJECT_DEFAULT_MS;
     if (timeout > MV_PROJECT_MAX_MS)

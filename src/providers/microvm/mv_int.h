@@ -62,6 +62,7 @@ struct mv_state {
     struct mv_state *proj;
     struct plm_evidence ev;
     int proven; /* atomic */
+    int python_proven; /* atomic; project VMs imported numpy, pandas, matplotlib at startup (smoke.c) */
 };
 
 /* microvm.c: (re)builds s->jail for the accelerator (gid: /dev/kvm's group under KVM). */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../core/limits.h"
+#include "../../core/pylang.h"
 #include "mv_int.h"
 
 #define CHECK(name, expected, ok, ...)                                                                       \
@@ -314,6 +315,41 @@ static int project(struct mv_state *s, struct plm_err *err)
     return 0;
 }
 
+/* Python on the project disk (docs/python.md): the probe step in a real project VM. A pass is a
+ * check with the versions; an absence is a card line, and Python projects are then refused
+ * (microvm.c) while node and shell projects still run. Under TCG importing pandas takes tens of
+ * seconds on this machine kind, so the probe gets the project ceiling. */
+static int python_probe(struct mv_state *s, struct plm_err *err)
+{
+    struct mv_state *ps = s->proj;
+    struct mv_vm vm;
+    if (one_vm(ps, &vm, err) < 0)
+        return plm_err_wrap(err, "python probe VM");
+    const char *steps[] = {PLM_PY_PROBE_STEP};
+    struct plm_request req = {.kind = PLM_KIND_PROJECT};
+    req.project.steps = steps;
+    req.project.n_steps = 1;
+    struct plm_result res = {.kind = PLM_KIND_PROJECT};
+    int64_t ms = 0;
+    struct plm_err e = {0};
+    char obs[160];
+    bool ok = false;
+    if (mv_run_project(ps, &vm, &req, MV_PROJECT_MAX_MS, &res.project, &ms, &e) < 0)
+        snprintf(obs, sizeof obs, "absent: the probe project failed: %.120s", e.msg);
+    else
+        ok = plm_py_probe_judge(res.project.n_steps == 1 ? &res.project.steps[0] : NULL, obs, sizeof obs);
+    mv_vm_kill(&vm);
+    plm_result_done(&res);
+    int c = ok ? ev_add_check(&s->ev, "guest.project_python", "python3 imports numpy, pandas, matplotlib from the disk",
+                              true, "%s (%lld ms)", obs, (long long)ms)
+               : ev_add_confinement(&s->ev, "python: %.120s", obs);
+    if (c < 0)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
+    if (ok)
+        __atomic_store_n(&s->python_proven, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
 /* Saves s's template; on failure s cold-boots (speed, not a wall) and err says why. */
 static void save_or_cold(struct mv_state *s, struct plm_err *err)
 {
@@ -404,7 +440,7 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
         snippet(s, "guest.snippet", "console.log(1+1)", "stdout \"2\\n\", exit 0", says_two, err) < 0 ||
         snippet(s, "guest.memory_bomb_snippet", "let a=[];for(;;)a.push('x'.repeat(1<<24)+a.length)",
                 "ends as a result with a non-zero exit", ended_as_result, err) < 0 ||
-        project_probes(s, err) < 0 || project(s, err) < 0)
+        project_probes(s, err) < 0 || project(s, err) < 0 || python_probe(s, err) < 0)
         return -1;
 
     char release[128] = "", cpu[128] = "";
@@ -421,7 +457,7 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
                        s->cfg.cpus, s->cfg.disk_mb);
     ev_add_confinement(&s->ev, "jail: uid %u, user/mnt/pid/ipc/net/uts ns, read-only minimal root", s->cfg.uid);
     ev_add_confinement(&s->ev, "qemu -sandbox on with obsolete/elevateprivileges/spawn/resourcecontrol=deny");
-    ev_add_confinement(&s->ev, "project vm: the same RAM, node on a read-only virtio-blk disk (/usr), %s",
+    ev_add_confinement(&s->ev, "project vm: the same RAM, node and python on a read-only virtio-blk disk (/usr), %s",
                        ps->template_fd >= 0 ? "own template and pool" : "cold boots (template save failed)");
     if (s->template_fd >= 0) {
         ev_add_confinement(&s->ev, "pool: restored from one template, fresh seed per VM");

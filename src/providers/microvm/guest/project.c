@@ -119,7 +119,13 @@ static void run_step(const char *cmd, int64_t deadline, struct step_out *so)
             dup2(dn, 0);
         if (chdir("/work") < 0)
             _exit(127);
-        char *const envp[] = {"PATH=/bin:/usr/bin", "HOME=/work", NULL};
+        /* The thread and cache settings of the docker images' ENV (docs/python.md): one BLAS
+         * thread, matplotlib drawing with Agg and caching under the writable /tmp. */
+        char *const envp[] = {"PATH=/bin:/usr/bin",           "HOME=/work",
+                              "OPENBLAS_NUM_THREADS=1",       "OMP_NUM_THREADS=1",
+                              "MKL_NUM_THREADS=1",            "MPLBACKEND=Agg",
+                              "MPLCONFIGDIR=/tmp/.matplotlib", "XDG_CACHE_HOME=/tmp/.cache",
+                              "PYTHONDONTWRITEBYTECODE=1",    NULL};
         execle("/bin/sh", "sh", "-c", cmd, (char *)NULL, envp);
         _exit(127);
     }
