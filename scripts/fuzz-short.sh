@@ -28,6 +28,7 @@ microvm     fuzz_microvm_frames
 e2b_cellscan fuzz_e2b_cellscan
 hostcheck   fuzz_hostcheck
 sessframe   fuzz_docker_sessframe
+cli_input   fuzz_cli_input
 '
 
 if [ ! -f build-fuzz/build.ninja ]; then

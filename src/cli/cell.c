@@ -2,7 +2,7 @@
  * holding only %% (blanks around it ignored), so a Python block such as `def f(x):` and its
  * indented body is one cell, as in Python's own interactive mode.
  * Owns: the cell buffer. Trusts: no line: a cell beyond the daemon's code limit is dropped whole
- * (too_big), never sent truncated.
+ * (too_big), never sent truncated, and so is one holding a NUL byte (has_nul).
  * Invariant: memory stays below twice the code limit whatever the input. */
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +31,16 @@ static bool is_separator(const char *s, size_t n)
 
 enum cli_cell_feed cli_cell_feed(struct cli_cell *c, const char *line, size_t n)
 {
-    bool empty = c->len == 0 && !c->too_big;
+    bool empty = c->len == 0 && !c->too_big && !c->has_nul;
     if (only_blanks(line, n) || is_separator(line, n))
         return empty ? CLI_CELL_MORE : CLI_CELL_DONE;
-    if (c->too_big)
+    if (c->too_big || c->has_nul)
         return CLI_CELL_MORE;
+    if (memchr(line, 0, n)) { /* code is a string on the wire: a NUL cannot be sent */
+        c->has_nul = true;
+        c->len = 0;
+        return CLI_CELL_MORE;
+    }
     size_t need = c->len + n + 2; /* a '\n' between lines and the NUL */
     if (need > LIM_CODE_MAX + 1) {
         c->too_big = true;
@@ -64,10 +69,11 @@ enum cli_cell_feed cli_cell_feed(struct cli_cell *c, const char *line, size_t n)
 char *cli_cell_take(struct cli_cell *c)
 {
     char *out = NULL;
-    if (c->len && !c->too_big)
+    if (c->len && !c->too_big && !c->has_nul)
         out = strndup(c->buf, c->len);
     c->len = 0;
     c->too_big = false;
+    c->has_nul = false;
     return out;
 }
 

@@ -269,6 +269,7 @@ struct cli_cell {
     char *buf; /* the cell so far, lines joined with '\n' (malloc'd) */
     size_t len, cap;
     bool too_big; /* beyond the daemon's 256 KiB code limit: the cell is dropped */
+    bool has_nul; /* a line held a NUL byte (not sendable): the cell is dropped */
 };
 enum cli_cell_feed { CLI_CELL_MORE, CLI_CELL_DONE };
 enum cli_cell_feed cli_cell_feed(struct cli_cell *c, const char *line, size_t len);

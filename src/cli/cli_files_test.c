@@ -225,6 +225,10 @@ static void test_cells(void)
     CHECK(c.too_big);
     CHECK(cli_cell_feed(&c, "", 0) == CLI_CELL_DONE);
     CHECK(cli_cell_take(&c) == NULL && !c.too_big);
+    CHECK(cli_cell_feed(&c, "a\0b", 3) == CLI_CELL_MORE && c.has_nul); /* dropped whole */
+    cli_cell_feed(&c, "more", 4);
+    CHECK(cli_cell_feed(&c, "", 0) == CLI_CELL_DONE);
+    CHECK(cli_cell_take(&c) == NULL && !c.has_nul);
     cli_cell_feed(&c, "ok", 2);
     CHECK(cli_cell_feed(&c, "%%", 2) == CLI_CELL_DONE);
     char *ok = cli_cell_take(&c);

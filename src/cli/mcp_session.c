@@ -53,6 +53,8 @@ static void project_words(FILE *m, const Plimsoll__V1__DescribeResponse *d)
         fputs(" Steps run with sh -c in a Debian image with node, tsc (TypeScript) and tsx on PATH.", m);
     else if (strcmp(sb, "microvm") == 0)
         fputs(" Steps run with busybox sh -c; node is on PATH (no tsc/tsx).", m);
+    else if (strcmp(sb, "e2b") == 0)
+        fputs(" Steps run with sh -c in the E2B template, with node on PATH (the startup probe ran it).", m);
     else
         fputs(" Steps run with sh -c in the provider's image.", m);
 }

@@ -79,11 +79,13 @@ static char *next_cell(bool tty, struct cli_cell *cell)
         free(line);
         if (f == CLI_CELL_MORE)
             continue;
-        bool dropped = cell->too_big;
+        bool too_big = cell->too_big, has_nul = cell->has_nul;
         char *code = cli_cell_take(cell);
-        if (dropped)
+        if (too_big)
             fprintf(stderr, "plimsoll repl: cell skipped: larger than %u KiB (the daemon's code limit)\n",
                     LIM_CODE_MAX / 1024);
+        else if (has_nul)
+            fputs("plimsoll repl: cell skipped: it contains a NUL byte\n", stderr);
         if (code || !line)
             return code;
     }

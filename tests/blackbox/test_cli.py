@@ -199,16 +199,27 @@ class Quickjs(unittest.TestCase):
                         break
             return word in seen
 
+        def prompt_after(n):
+            """The prompt that follows the n-th cell's card line: only then is libedit reading
+            again (typed-ahead keys would meet the terminal in cooked mode, as a user's would)."""
+            end = time.monotonic() + 60
+            while seen.count(b"chain ok\r\n> ") < n and time.monotonic() < end:
+                until(b"\0", 0.5)
+            return seen.count(b"chain ok\r\n> ") >= n
+
         try:
             self.assertTrue(until(b"> "), seen)
             os.write(fd, b"function g(x) {\r")
             self.assertTrue(until(b"... "), seen)  # the continuation prompt inside a cell
             os.write(fd, b"  return x * 2 }\r\r")
+            self.assertTrue(prompt_after(1), seen)
             os.write(fd, b"console.log(g(21))\r\r")
             self.assertTrue(until(b"42"), seen)
+            self.assertTrue(prompt_after(2), seen)
             # history: the up arrow recalls the last line, edited in place (backspace, new digit)
             os.write(fd, b"\x1b[A\x08\x08\x08\x085))\r\r")
             self.assertTrue(until(b"10"), seen)
+            self.assertTrue(prompt_after(3), seen)
             os.write(fd, b"\x04")
             self.assertTrue(until(b"closed"), seen)
         finally:
