@@ -1,5 +1,7 @@
 # plimsoll: the two set-up commands are `make demo` and `make check` (see README.md).
 # Meson does the building; this file installs what is missing and names the jobs.
+# Paths below are the checkout's, so `make -f /path/to/Makefile check` works from any directory.
+ROOT       := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 
@@ -11,7 +13,7 @@ DESTDIR    ?=
 all: build
 
 deps:
-	@scripts/install-deps.sh
+	@$(ROOT)scripts/install-deps.sh
 
 $(BUILD)/build.ninja: | deps
 	meson setup $(BUILD) --buildtype=debugoptimized -Dwerror=true
@@ -30,7 +32,7 @@ demo: build
 
 # Every test: release build, then the same tests under ASan+UBSan, then a short fuzz run.
 check: deps
-	scripts/check.sh
+	$(ROOT)scripts/check.sh
 
 bench: build
 	scripts/bench.sh $(BUILD)
