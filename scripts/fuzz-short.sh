@@ -29,6 +29,7 @@ e2b_cellscan fuzz_e2b_cellscan
 hostcheck   fuzz_hostcheck
 sessframe   fuzz_docker_sessframe
 cli_input   fuzz_cli_input
+module      fuzz_module
 '
 
 if [ ! -f build-fuzz/build.ninja ]; then

@@ -4,8 +4,9 @@
  * tiny elements (`{},` or `0a 00`, 2-3 bytes each) would otherwise become a few hundred MiB.
  * The scans walk the text with the message's descriptors, allocate nothing, and refuse:
  *   - a repeated field with more elements than its limit (files 200, steps 20, artifacts 100,
- *     identities 32, rows 1024, values per row 1024; any other repeated field 1024);
- *   - more than LIM_DECODE_VALUES_MAX repeated elements in the whole request;
+ *     identities 32, rows 100000, values per row 1024; any other repeated field 1024);
+ *   - more than LIM_DECODE_VALUES_MAX repeated elements in the whole request (module rows and
+ *     values count against LIM_MODULE_ELEMENTS_MAX instead);
  *   - JSON: more than LIM_JSON_IGNORED_MAX values under unknown keys, or under a known key but
  *     of the wrong shape (the decoder refuses those anyway); nesting deeper than LIM_JSON_DEPTH;
  *   - binary: more than LIM_UNKNOWN_FIELDS_MAX unknown fields, a singular field twice (which
