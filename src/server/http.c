@@ -239,6 +239,10 @@ static enum gate_next rpc_on_head(void *cls, struct gate_req *rq)
     if (host)
         return refuse_host(rq, r, host);
     r->route = s->cfg.ui && ui_route(rq->path) ? R_UI : route_of(rq->path);
+    /* Only procedures read a body, and only with a decode slot: the paths answered on a worker
+     * refuse one at once (its bytes are dropped, never buffered); the others answer on the head. */
+    if (rq->content_length && (r->route == R_UI || r->route == R_READYZ))
+        return send_text(rq, r, 400, "this path takes no request body\n");
     if (r->route == R_UI)
         return GATE_WORK; /* PLIMSOLL_UI=1: the read-only page answers in full (ui_http.c) */
     if (r->route == R_HEALTHZ || r->route == R_READYZ) {
