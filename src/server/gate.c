@@ -57,8 +57,10 @@ static unsigned bucket_of(const struct peer_key *k)
 }
 
 /* Counts one more connection of k unless it already has per_peer. */
-static bool peer_acquire(struct gate *g, const struct peer_key *k)
+static bool peer_acquire(struct gate *lead, const struct peer_key *k)
 {
+    struct gate *g = lead;
+    pthread_mutex_lock(&g->peer_mu);
     struct peer **slot = &g->buckets[bucket_of(k)], *p = *slot;
     while (p && memcmp(&p->key, k, sizeof *k) != 0)
         p = p->next;
@@ -67,15 +69,17 @@ static bool peer_acquire(struct gate *g, const struct peer_key *k)
         p->next = *slot;
         *slot = p;
     }
-    if (p && p->n < g->cfg.per_peer) {
+    bool ok = p && p->n < g->cfg.per_peer;
+    if (ok)
         p->n++;
-        return true;
-    }
-    return false;
+    pthread_mutex_unlock(&g->peer_mu);
+    return ok;
 }
 
-void gate_peer_release(struct gate *g, const struct peer_key *k)
+void gate_peer_release(struct gate *loop, const struct peer_key *k)
 {
+    struct gate *g = loop->lead;
+    pthread_mutex_lock(&g->peer_mu);
     struct peer **pp = &g->buckets[bucket_of(k)];
     while (*pp && memcmp(&(*pp)->key, k, sizeof *k) != 0)
         pp = &(*pp)->next;
@@ -84,6 +88,7 @@ void gate_peer_release(struct gate *g, const struct peer_key *k)
         *pp = dead->next;
         free(dead);
     }
+    pthread_mutex_unlock(&g->peer_mu);
 }
 
 void gate_timer_at(struct gate *g, uint64_t when)
@@ -112,6 +117,63 @@ static void refuse_at_accept(struct gate *g, int fd, unsigned status, const char
     close(fd);
 }
 
+/* A connection joins this loop's table (the loop owns it from here on). */
+static void adopt(struct gate *g, int fd, const struct peer_key *k)
+{
+    if (g->n_conns == g->cap) {
+        gate_peer_release(g, k);
+        refuse_at_accept(g, fd, 503, "Service Unavailable", "too many connections");
+        return;
+    }
+    unsigned i = 0;
+    while (g->conns[i].st != C_FREE)
+        i++;
+    struct conn *c = &g->conns[i];
+    bool queued = c->again; /* a closed predecessor may still be on the again list */
+    uint32_t gen = c->gen + 1;
+    memset(c, 0, sizeof *c);
+    c->again = queued;
+    c->gen = gen;
+    c->fd = fd;
+    c->key = *k;
+    socklen_t ll = sizeof c->local;
+    if (getsockname(fd, (struct sockaddr *)&c->local, &ll) < 0)
+        c->local.ss_family = AF_UNSPEC;
+    if (g->cfg.tls && !(c->tls = tls_conn_new(g->cfg.tls, fd))) {
+        gate_peer_release(g, k);
+        close(fd);
+        return;
+    }
+    g->n_conns++;
+    conn_start(g, c);
+}
+
+/* The lead's: hands the connection to the next loop in turn (or keeps it). */
+static void hand_off(struct gate *g, int fd, const struct peer_key *k)
+{
+    struct gate *to = g->loops[g->rr++ % g->n_loops];
+    if (to == g) {
+        adopt(g, fd, k);
+        return;
+    }
+    pthread_mutex_lock(&to->done_mu);
+    if (to->inbox_n == to->inbox_cap) {
+        unsigned cap = to->inbox_cap ? 2 * to->inbox_cap : 64;
+        struct handoff *p = realloc(to->inbox, cap * sizeof *p);
+        if (!p) {
+            pthread_mutex_unlock(&to->done_mu);
+            adopt(g, fd, k); /* out of memory: keep it here */
+            return;
+        }
+        to->inbox = p;
+        to->inbox_cap = cap;
+    }
+    to->inbox[to->inbox_n++] = (struct handoff){.fd = fd, .key = *k};
+    pthread_mutex_unlock(&to->done_mu);
+    uint64_t one = 1;
+    (void)!write(to->done_fd, &one, sizeof one);
+}
+
 static void on_accept(struct gate *g)
 {
     for (;;) {
@@ -137,32 +199,7 @@ static void on_accept(struct gate *g)
             refuse_at_accept(g, fd, 429, "Too Many Requests", "too many connections from this address");
             continue;
         }
-        if (g->n_conns == g->cap) {
-            gate_peer_release(g, &k);
-            refuse_at_accept(g, fd, 503, "Service Unavailable", "too many connections");
-            continue;
-        }
-        unsigned i = 0;
-        while (g->conns[i].st != C_FREE)
-            i++;
-        struct conn *c = &g->conns[i];
-        bool queued = c->again; /* a closed predecessor may still be on the again list */
-        uint32_t gen = c->gen + 1;
-        memset(c, 0, sizeof *c);
-        c->again = queued;
-        c->gen = gen;
-        c->fd = fd;
-        c->key = k;
-        socklen_t ll = sizeof c->local;
-        if (getsockname(fd, (struct sockaddr *)&c->local, &ll) < 0)
-            c->local.ss_family = AF_UNSPEC;
-        if (g->cfg.tls && !(c->tls = tls_conn_new(g->cfg.tls, fd))) {
-            gate_peer_release(g, &k);
-            close(fd);
-            continue;
-        }
-        g->n_conns++;
-        conn_start(g, c);
+        hand_off(g, fd, &k);
     }
 }
 
@@ -233,7 +270,27 @@ static void on_done(struct gate *g)
     pthread_mutex_lock(&g->done_mu);
     struct gate_req *list = g->done_head;
     g->done_head = NULL;
+    unsigned n_in = g->inbox_n;
+    struct handoff in[64];
+    if (n_in > 64)
+        n_in = 64; /* the rest on the next turn: the eventfd is written again below */
+    memcpy(in, g->inbox, n_in * sizeof *in);
+    memmove(g->inbox, g->inbox + n_in, (g->inbox_n - n_in) * sizeof *in);
+    g->inbox_n -= n_in;
+    bool more = g->inbox_n > 0;
     pthread_mutex_unlock(&g->done_mu);
+    if (more) {
+        uint64_t one = 1;
+        (void)!write(g->done_fd, &one, sizeof one);
+    }
+    for (unsigned i = 0; i < n_in; i++) {
+        if (g->draining) {
+            gate_peer_release(g, &in[i].key);
+            close(in[i].fd);
+        } else {
+            adopt(g, in[i].fd, &in[i].key);
+        }
+    }
     while (list) {
         struct gate_req *rq = list;
         list = rq->next;
@@ -312,19 +369,18 @@ static void *gate_main(void *arg)
     }
 }
 
-struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
+static struct gate *loop_new(const struct gate_config *cfg, unsigned cap)
 {
     struct gate *g = calloc(1, sizeof *g);
-    if (!g) {
-        plm_fail(err, 12, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
+    if (!g)
         return NULL;
-    }
     g->cfg = *cfg;
     if (!g->cfg.header_ms)
         g->cfg.header_ms = LIM_HEADER_READ_MS;
     g->ep = g->wake_fd = g->done_fd = -1;
     pthread_mutex_init(&g->done_mu, NULL);
-    g->cap = cfg->max_conns ? cfg->max_conns : 1;
+    pthread_mutex_init(&g->peer_mu, NULL);
+    g->cap = cap;
     g->next_timer = UINT64_MAX;
     g->conns = calloc(g->cap, sizeof *g->conns);
     g->again_next = calloc(g->cap, sizeof *g->again_next);
@@ -332,13 +388,44 @@ struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
         free(g->conns);
         free(g->again_next);
         free(g);
-        plm_fail(err, 12, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
         return NULL;
     }
     return g;
 }
 
-int gate_run(struct gate *g, struct plm_err *err)
+static void loop_free(struct gate *g);
+
+struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
+{
+    unsigned n = cfg->loops ? cfg->loops : 1, total = cfg->max_conns ? cfg->max_conns : 1;
+    unsigned cap = (total + n - 1) / n; /* connections are handed out in turn: each loop holds a share */
+    struct gate *lead = loop_new(cfg, cap);
+    if (lead)
+        lead->loops = calloc(n, sizeof *lead->loops);
+    if (!lead || !lead->loops) {
+        if (lead)
+            loop_free(lead);
+        plm_fail(err, 12, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
+        return NULL;
+    }
+    lead->lead = lead;
+    lead->loops[lead->n_loops++] = lead;
+    struct gate_config fc = *cfg;
+    fc.listen_fd = -1; /* only the lead accepts */
+    while (lead->n_loops < n) {
+        struct gate *f = loop_new(&fc, cap);
+        if (!f) {
+            gate_free(lead);
+            plm_fail(err, 12, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
+            return NULL;
+        }
+        f->lead = lead;
+        lead->loops[lead->n_loops++] = f;
+    }
+    return lead;
+}
+
+static int loop_run(struct gate *g, struct plm_err *err)
 {
     g->ep = epoll_create1(EPOLL_CLOEXEC);
     g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -346,17 +433,27 @@ int gate_run(struct gate *g, struct plm_err *err)
     int fl = g->cfg.listen_fd;
     struct epoll_event l = {.events = EPOLLIN, .data.u64 = ID_LISTEN}, s = {.events = EPOLLIN, .data.u64 = ID_WAKE},
                        d = {.events = EPOLLIN, .data.u64 = ID_DONE};
-    if (g->ep < 0 || g->wake_fd < 0 || g->done_fd < 0 || epoll_ctl(g->ep, EPOLL_CTL_ADD, fl, &l) < 0 ||
+    if (g->ep < 0 || g->wake_fd < 0 || g->done_fd < 0 || (fl >= 0 && epoll_ctl(g->ep, EPOLL_CTL_ADD, fl, &l) < 0) ||
         epoll_ctl(g->ep, EPOLL_CTL_ADD, g->wake_fd, &s) < 0 || epoll_ctl(g->ep, EPOLL_CTL_ADD, g->done_fd, &d) < 0)
         return plm_fail(err, errno, PLM_E_INTERNAL, "%s: epoll: %s", g->cfg.name, strerror(errno));
-    /* the accept loop drains the backlog until EAGAIN: the listening socket must not block */
-    int flags = fcntl(fl, F_GETFL);
-    if (flags < 0 || fcntl(fl, F_SETFL, flags | O_NONBLOCK) < 0)
-        return plm_fail(err, errno, PLM_E_INTERNAL, "%s: fcntl: %s", g->cfg.name, strerror(errno));
-    g->listening = true;
+    if (fl >= 0) { /* the accept loop drains the backlog until EAGAIN: the socket must not block */
+        int flags = fcntl(fl, F_GETFL);
+        if (flags < 0 || fcntl(fl, F_SETFL, flags | O_NONBLOCK) < 0)
+            return plm_fail(err, errno, PLM_E_INTERNAL, "%s: fcntl: %s", g->cfg.name, strerror(errno));
+        g->listening = true;
+    }
     if (pthread_create(&g->thread, NULL, gate_main, g) != 0)
-        return plm_fail(err, 0, PLM_E_INTERNAL, "%s: cannot start the accept thread", g->cfg.name);
+        return plm_fail(err, 0, PLM_E_INTERNAL, "%s: cannot start a loop thread", g->cfg.name);
     g->running = true;
+    return 0;
+}
+
+int gate_run(struct gate *lead, struct plm_err *err)
+{
+    /* the followers first: the lead hands connections to them as soon as it runs */
+    for (unsigned i = lead->n_loops; i-- > 0;)
+        if (loop_run(lead->loops[i], err) < 0)
+            return -1;
     return 0;
 }
 
@@ -367,37 +464,55 @@ static void command(struct gate *g, int cmd)
     (void)!write(g->wake_fd, &one, sizeof one);
 }
 
-void gate_quiesce(struct gate *g)
+void gate_quiesce(struct gate *lead)
 {
-    if (g && g->running)
-        command(g, GATE_CMD_QUIESCE);
+    for (unsigned i = 0; lead && i < lead->n_loops; i++)
+        if (lead->loops[i]->running)
+            command(lead->loops[i], GATE_CMD_QUIESCE);
 }
 
-unsigned gate_busy(const struct gate *g) { return g ? atomic_load(&((struct gate *)g)->n_busy) : 0; }
-
-void gate_stop(struct gate *g)
+unsigned gate_busy(const struct gate *lead)
 {
-    if (!g)
-        return;
+    unsigned n = 0;
+    for (unsigned i = 0; lead && i < lead->n_loops; i++)
+        n += atomic_load(&lead->loops[i]->n_busy);
+    return n;
+}
+
+static void loop_stop(struct gate *g)
+{
     if (g->running) {
         command(g, GATE_CMD_STOP);
         pthread_join(g->thread, NULL);
         g->running = false;
     }
-    for (unsigned i = 0; i < g->cap; i++)
-        if (g->conns[i].st != C_FREE)
-            conn_close(g, &g->conns[i]);
-    if (g->cfg.listen_fd >= 0)
-        close(g->cfg.listen_fd);
-    g->cfg.listen_fd = -1;
-    g->listening = false;
 }
 
-void gate_free(struct gate *g)
+void gate_stop(struct gate *lead)
 {
-    if (!g)
+    if (!lead)
         return;
-    gate_stop(g);
+    for (unsigned i = 0; i < lead->n_loops; i++)
+        loop_stop(lead->loops[i]);
+    for (unsigned k = 0; k < lead->n_loops; k++) {
+        struct gate *g = lead->loops[k];
+        for (unsigned i = 0; i < g->cap; i++)
+            if (g->conns[i].st != C_FREE)
+                conn_close(g, &g->conns[i]);
+        for (unsigned i = 0; i < g->inbox_n; i++) { /* handed over, never adopted */
+            gate_peer_release(g, &g->inbox[i].key);
+            close(g->inbox[i].fd);
+        }
+        g->inbox_n = 0;
+    }
+    if (lead->cfg.listen_fd >= 0)
+        close(lead->cfg.listen_fd);
+    lead->cfg.listen_fd = -1;
+    lead->listening = false;
+}
+
+static void loop_free(struct gate *g)
+{
     if (g->ep >= 0)
         close(g->ep);
     if (g->wake_fd >= 0)
@@ -409,12 +524,25 @@ void gate_free(struct gate *g)
         gate_req_free(g, rq);
     }
     pthread_mutex_destroy(&g->done_mu);
-    for (unsigned b = 0; b < PEER_BUCKETS; b++)
-        for (struct peer *p = g->buckets[b], *next; p; p = next) {
-            next = p->next;
-            free(p);
-        }
+    pthread_mutex_destroy(&g->peer_mu);
+    free(g->inbox);
     free(g->conns);
     free(g->again_next);
     free(g);
+}
+
+void gate_free(struct gate *lead)
+{
+    if (!lead)
+        return;
+    gate_stop(lead);
+    for (unsigned i = 1; i < lead->n_loops; i++)
+        loop_free(lead->loops[i]);
+    for (unsigned b = 0; b < PEER_BUCKETS; b++)
+        for (struct peer *p = lead->buckets[b], *next; p; p = next) {
+            next = p->next;
+            free(p);
+        }
+    free(lead->loops);
+    loop_free(lead);
 }

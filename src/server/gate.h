@@ -12,6 +12,8 @@
  *     once the answer to the previous one is queued, so pipelined requests are answered in order;
  *   - at most per_peer connections per peer address exist at once; the one over is answered
  *     429 and closed; at most max_conns connections in all (503 beyond).
+ * A listener may have several loop threads (cfg.loops): the first accepts and hands each new
+ * connection to a loop in turn, which keeps it for its whole life; the peer count is shared.
  * The loop thread never waits on a provider: a handler answers at once (a refusal, Describe,
  * /healthz) or returns GATE_WORK, and its `work` runs on a worker thread (workers.h); the
  * answer comes back through the gate's completion list.
@@ -83,6 +85,7 @@ struct gate_config {
     const char *name;        /* for log lines: "rpc", "metrics" */
     struct gate_handler handler;
     struct workers *workers; /* for GATE_WORK; not owned */
+    unsigned loops;          /* loop threads sharing the listener's connections (0: 1) */
 };
 
 struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err);

@@ -54,8 +54,21 @@ struct conn {
     size_t lingered;
 };
 
+struct handoff { /* an accepted connection on its way to the loop that will own it */
+    int fd;
+    struct peer_key key;
+};
+
+/* One loop: a thread, its epoll and its own table of connections. A listener has cfg.loops of
+ * them; the first (the lead) accepts, counts peers and hands each connection to a loop in turn. */
 struct gate {
     struct gate_config cfg;
+    struct gate *lead;     /* the listener's first loop (itself for the lead) */
+    struct gate **loops;   /* lead only: every loop, the lead first */
+    unsigned n_loops, rr;  /* lead only */
+    pthread_mutex_t peer_mu; /* lead only: the peer table (loops close connections too) */
+    struct handoff *inbox; /* under done_mu: connections the lead handed to this loop */
+    unsigned inbox_n, inbox_cap;
     int ep, wake_fd, done_fd;
     pthread_t thread;
     bool running, listening, draining;

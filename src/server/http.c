@@ -239,6 +239,10 @@ static enum gate_next rpc_on_head(void *cls, struct gate_req *rq)
     if (host)
         return refuse_host(rq, r, host);
     r->route = s->cfg.ui && ui_route(rq->path) ? R_UI : route_of(rq->path);
+    /* Only procedures read a body, and only with a decode slot: the paths answered on a worker
+     * refuse one at once (its bytes are dropped, never buffered); the others answer on the head. */
+    if (rq->content_length && (r->route == R_UI || r->route == R_READYZ))
+        return send_text(rq, r, 400, "this path takes no request body\n");
     if (r->route == R_UI)
         return GATE_WORK; /* PLIMSOLL_UI=1: the read-only page answers in full (ui_http.c) */
     if (r->route == R_HEALTHZ || r->route == R_READYZ) {
@@ -385,14 +389,15 @@ static uint16_t bound_port(int fd)
 
 /* A listener: its socket and its gate. */
 static int start_listener(struct srv *s, const char *var, const char *addr, unsigned max_conns, unsigned per_peer,
-                          const struct gate_handler *h, struct gate **gate_out, uint16_t *port, struct plm_err *err)
+                          unsigned loops, const struct gate_handler *h, struct gate **gate_out, uint16_t *port,
+                          struct plm_err *err)
 {
     int fd = srv_listen(var, addr, err);
     if (fd < 0)
         return -1;
     *port = bound_port(fd);
     struct gate_config gc = {.listen_fd = fd, .max_conns = max_conns, .per_peer = per_peer, .tls = s->cfg.tls,
-                             .name = var, .handler = *h, .workers = &s->workers};
+                             .name = var, .handler = *h, .workers = &s->workers, .loops = loops};
     struct gate *g = gate_new(&gc, err);
     if (!g) {
         close(fd);
@@ -415,6 +420,14 @@ static void raise_fd_limit(rlim_t want)
         rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+}
+
+/* Loop threads of the RPC listener: one per CPU (at least 2, at most 8), so Describe and
+ * refusals, answered on the loops, use every core as libmicrohttpd's threads did. */
+static unsigned rpc_loops(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 2 ? 2 : n > 8 ? 8 : (unsigned)n;
 }
 
 struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
@@ -444,13 +457,14 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
     raise_fd_limit(GATE_CONNS + 4096);
     struct gate_handler rpc = {.cls = s, .on_head = rpc_on_head, .on_body = rpc_on_body, .work = rpc_work,
                                .done = rpc_done};
-    if (start_listener(s, "PLIMSOLL_ADDR", cfg->addr, GATE_CONNS, per_peer, &rpc, &s->gate, &s->port, err) < 0) {
+    if (start_listener(s, "PLIMSOLL_ADDR", cfg->addr, GATE_CONNS, per_peer, rpc_loops(), &rpc, &s->gate, &s->port,
+                       err) < 0) {
         srv_free(s);
         return NULL;
     }
     struct gate_handler met = {.cls = s, .on_head = metrics_on_head};
     if (cfg->metrics_addr && *cfg->metrics_addr && strcmp(cfg->metrics_addr, "off") != 0 &&
-        start_listener(s, "PLIMSOLL_METRICS_ADDR", cfg->metrics_addr, LIM_PENDING_CONNECTIONS, LIM_METRICS_PER_PEER,
+        start_listener(s, "PLIMSOLL_METRICS_ADDR", cfg->metrics_addr, LIM_PENDING_CONNECTIONS, LIM_METRICS_PER_PEER, 1,
                        &met, &s->metrics_gate, &s->metrics_port, err) < 0) {
         srv_free(s);
         return NULL;

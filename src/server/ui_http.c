@@ -102,12 +102,13 @@ static void verdict_json(const struct srv_config *cfg, struct gate_req *rq, cons
 {
     struct ui_verdict v;
     struct plm_err err = {0};
-    if (ui_verdict(cfg->env.provider, floor, &v, &err) < 0)
-        return send_json(rq, 400, json_pack("{s:s, s:s}", "error", "invalid_floor", "message", err.msg));
+    if (ui_verdict(cfg->env.provider, floor, &v, &err) < 0) {
+        send_json(rq, 400, json_pack("{s:s, s:s}", "error", "invalid_floor", "message", err.msg));
+        return;
+    }
     send_json(rq, 200,
-                     json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:s}", "floor", v.floor, "tier", v.tier, "admitted",
-                               v.admitted, "state", v.state, "headline", v.headline, "detail", v.detail, "card",
-                               v.card));
+              json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:s}", "floor", v.floor, "tier", v.tier, "admitted",
+                        v.admitted, "state", v.state, "headline", v.headline, "detail", v.detail, "card", v.card));
 }
 
 static void page(const struct srv_config *cfg, struct gate_req *rq, const char *floor)
@@ -124,31 +125,39 @@ static void page(const struct srv_config *cfg, struct gate_req *rq, const char *
     }
     size_t len = 0;
     char *html = ui_page(cfg, &v, floor_error, &len);
-    if (!html)
-        return send_text(rq, 500, "out of memory\n");
+    if (!html) {
+        send_text(rq, 500, "out of memory\n");
+        return;
+    }
     ui_send(rq, status, "text/html; charset=utf-8", html, len, true);
 }
 
 void ui_answer(const struct srv_config *cfg, struct gate_req *rq)
 {
     const char *method = rq->method, *url = rq->path;
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        return send_text(rq, 405, "the UI is read-only: GET and HEAD only\n");
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        send_text(rq, 405, "the UI is read-only: GET and HEAD only\n");
+        return;
+    }
     struct plm_err err = {0};
     if (authorize(cfg, rq, &err) < 0) {
         unsigned status = wire_connect_status(wire_connect_code(err.kind));
-        return send_text(rq, status == 403 ? 403 : 401,
-                         status == 403 ? "this token lacks the code:run scope the UI requires, as Describe does\n"
-                                       : "the UI needs the same bearer token as Describe (Authorization: Bearer ...)\n");
+        send_text(rq, status == 403 ? 403 : 401,
+                  status == 403 ? "this token lacks the code:run scope the UI requires, as Describe does\n"
+                                : "the UI needs the same bearer token as Describe (Authorization: Bearer ...)\n");
+        return;
     }
     const struct ui_asset *a = asset(url);
-    if (a)
-        return ui_send(rq, 200, a->content_type, (char *)a->data, a->len, false);
+    if (a) {
+        ui_send(rq, 200, a->content_type, (char *)a->data, a->len, false);
+        return;
+    }
     char floor[32];
     floor_of(rq->query, floor, sizeof floor);
     if (strcmp(url, "/ui/verdict") == 0)
-        return verdict_json(cfg, rq, floor);
-    if (strcmp(url, "/") == 0 || strcmp(url, "/ui") == 0 || strcmp(url, "/ui/") == 0)
-        return page(cfg, rq, floor);
-    send_text(rq, 404, "no such UI path\n");
+        verdict_json(cfg, rq, floor);
+    else if (strcmp(url, "/") == 0 || strcmp(url, "/ui") == 0 || strcmp(url, "/ui/") == 0)
+        page(cfg, rq, floor);
+    else
+        send_text(rq, 404, "no such UI path\n");
 }

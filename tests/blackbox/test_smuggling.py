@@ -210,6 +210,12 @@ class Smuggling(OpenDaemon):
                        b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         self.assertEqual(statuses(out), [200, 200], out[:600])
 
+    def test_a_body_on_a_path_without_one_is_not_buffered(self):
+        for path, first in ((b"/readyz", 400), (b"/ui", 400), (b"/healthz", 200)):
+            out = exchange(self.d.port, b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nhello"
+                           b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path)
+            self.assertEqual(statuses(out), [first, 200], (path, out[:600]))
+
     def test_host_must_appear_once(self):
         for hosts in (b"", b"Host: 127.0.0.1\r\nHost: 127.0.0.1\r\n"):
             out = exchange(self.d.port, b"GET /healthz HTTP/1.1\r\n%s\r\n" % hosts)
