@@ -28,6 +28,7 @@ microvm     fuzz_microvm_frames
 e2b_cellscan fuzz_e2b_cellscan
 respframe   fuzz_respframe
 sessframe   fuzz_docker_sessframe
+pyprobe     fuzz_pyprobe
 '
 
 if [ ! -f build-fuzz/build.ninja ]; then
