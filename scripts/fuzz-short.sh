@@ -30,6 +30,7 @@ hostcheck   fuzz_hostcheck
 sessframe   fuzz_docker_sessframe
 cli_input   fuzz_cli_input
 module      fuzz_module
+pyprobe     fuzz_pyprobe
 '
 
 if [ ! -f build-fuzz/build.ninja ]; then

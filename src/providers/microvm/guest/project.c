@@ -125,7 +125,10 @@ static void run_step(const char *cmd, int64_t deadline, struct step_out *so)
                               "OPENBLAS_NUM_THREADS=1",       "OMP_NUM_THREADS=1",
                               "MKL_NUM_THREADS=1",            "MPLBACKEND=Agg",
                               "MPLCONFIGDIR=/tmp/.matplotlib", "XDG_CACHE_HOME=/tmp/.cache",
-                              "PYTHONDONTWRITEBYTECODE=1",    NULL};
+                              "PYTHONDONTWRITEBYTECODE=1",
+                              /* Debian's matplotlib looks for its rc file only in /etc, which
+                               * the guest lacks; the disk carries it here */
+                              "MATPLOTLIBRC=/usr/share/matplotlib/mpl-data/matplotlibrc", NULL};
         execle("/bin/sh", "sh", "-c", cmd, (char *)NULL, envp);
         _exit(127);
     }
