@@ -237,6 +237,22 @@ void brk_run_set_timeouts_for_test(struct brk_run *run, uint32_t call_ms, uint32
     pthread_mutex_unlock(&run->mu);
 }
 
+void brk_run_caps_seed(struct brk_run *r, const uint32_t *used, size_t n)
+{
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < n && i < r->g->n_caps; i++)
+        r->cap_used[i] = used[i];
+    pthread_mutex_unlock(&r->mu);
+}
+
+void brk_run_caps_read(struct brk_run *r, uint32_t *used, size_t n)
+{
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < n && i < r->g->n_caps; i++)
+        used[i] = r->cap_used[i];
+    pthread_mutex_unlock(&r->mu);
+}
+
 const char *brk_run_profile_name(const struct brk_run *run)
 {
     return run ? run->g->name : "";

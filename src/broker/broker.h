@@ -77,6 +77,12 @@ struct brk_run;
  * permission (caller not allowed, a subject that "requires a stable authenticated subject", a
  * mint failure); PLM_E_INVALID / request for budget_ms outside 1..BRK_BUDGET_MS_MAX. */
 struct brk_run *brk_run_new(const struct brk_profile *p, const char *caller, uint32_t budget_ms, struct plm_err *err);
+/* Sessions (issue 23 item 1): one route_max_calls budget is shared by a session's calls, while
+ * max_calls stays per call. The daemon seeds a call's run with the per-route counts the earlier
+ * calls left (before the run is handed to a transport) and reads them back after brk_run_end.
+ * n is the profile's n_caps; extra entries are ignored. */
+void brk_run_caps_seed(struct brk_run *r, const uint32_t *used, size_t n);
+void brk_run_caps_read(struct brk_run *r, uint32_t *used, size_t n);
 
 /* One guest call. method is any string (matched ignoring case); raw_target is the request
  * target exactly as the guest sent it (the docker transport must not decode it; a target holding

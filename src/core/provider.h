@@ -33,6 +33,8 @@ struct plm_describe {
     /* Billed by the second (e2b): the most a sandbox can bill past a run's timeout (create,
      * delete, the provider's own lifetime margin), which a paid reservation adds. 0 = not metered. */
     uint32_t billing_teardown_ms;
+    /* A session's snippet can carry a grant (ctx->host_api) the way a run's does. */
+    bool supports_session_grants;
 };
 
 /* One answer of the host API to the guest: an HTTP status and a body the guest receives as text. */

@@ -51,6 +51,9 @@ static void entry_free(struct sreg_session *s)
     for (size_t i = 0; i < s->n_rule_ids; i++)
         free(s->rule_ids[i]);
     free(s->rule_ids);
+    for (size_t i = 0; i < s->n_grant_caps; i++)
+        free(s->grant_caps[i]);
+    free(s->grant_caps);
     free(s);
 }
 

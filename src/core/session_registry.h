@@ -46,6 +46,10 @@ struct sreg_session {
     /* The paid meter of a session on a provider billed by the second (meter.s NULL: unmetered).
      * Touched only with the turn held, or by the opener before the id is handed out. */
     struct spend_meter meter;
+    /* Grants (issue 23 item 1): per grant profile (its index in the loaded profiles), the
+     * route_max_calls counts the session's calls have spent; touched only with the turn held. */
+    uint32_t **grant_caps;
+    size_t n_grant_caps;
     uint64_t deadline_ms;     /* monotonic end of the lifetime */
     int64_t expires_unix_ms;
     /* Guarded by the registry's lock. */

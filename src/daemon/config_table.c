@@ -20,7 +20,7 @@ static const struct {
     const char *name;
     const char *why;
 } absent[] = {
-    {"E2B_SESSION_GRANTS", "sessions take no grant in this build"},
+    {"E2B_SESSION_GRANTS", "e2b sessions take no grant in this build (docs/sessions.md)"},
     {"DOCKER_SBX_TOKEN", "the dockercloud provider is not in this build"},
     {"DOCKER_SBX_USERNAME", "the dockercloud provider is not in this build"},
     {"SANDBOX_DOCKERCLOUD_AUTH_URL", "the dockercloud provider is not in this build"},

@@ -41,10 +41,14 @@ struct srun {
     struct plm_run_ctx ctx;
     struct plm_result res;
     enum plm_session_end ended; /* what the provider reported during this call */
+    struct grant g;             /* a granted snippet's broker, from admission to the call's end */
+    json_t *grant_audit;        /* its host-call counts, for the audit line */
 };
 
 static void srun_done(struct srun *r)
 {
+    grant_end(&r->g, NULL); /* no-op once the call ended it */
+    json_decref(r->grant_audit);
     if (r->resumed_slot)
         adm_release(r->svc->adm, r->who->id);
     if (r->turn)
@@ -134,13 +138,17 @@ static int check_kind(struct srun *r, struct plm_err *err)
         return -1;
     }
     const char *g = grant_name(q);
-    if (g && *g) {
-        struct grant gr = {0};
-        if (grant_select(r->env->grants, q, r->who->id, &gr, err) < 0)
+    if (g && *g) { /* §2.2 step 6: resolved as for Run, then the profile must allow sessions */
+        if (grant_select(r->env->grants, q, r->who->id, &r->g, err) < 0)
             return -1;
-        /* no profile of this build is allowed in sessions (allow_in_sessions) */
-        return plm_refuse(err, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION,
-                          "grant profile \"%s\" is not allowed in sessions", g);
+        if (!r->g.profile->allow_in_sessions)
+            return plm_refuse(err, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION,
+                              "grant profile \"%s\" is not allowed in sessions (allow_in_sessions)", g);
+        struct plm_describe d;
+        ops->describe(r->svc->provider, &d);
+        if (!d.supports_session_grants)
+            return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                              "sessions of provider %s carry no grant in this build (docs/sessions.md)", ops->name);
     }
     if (tier_check_floor(r->s->tier, r->floor, err) < 0) /* against the session's tier at open */
         return -1;
@@ -234,6 +242,53 @@ static void srun_context(struct srun *r)
         r->ctx.timeout_ms = left;
 }
 
+/* The session's route_max_calls counts for this call's profile, made on first use. */
+static uint32_t *session_caps(struct srun *r)
+{
+    size_t idx = (size_t)(r->g.profile - r->env->grants->v), n = r->env->grants->n;
+    struct sreg_session *s = r->s;
+    if (!s->grant_caps) {
+        if (!(s->grant_caps = calloc(n, sizeof *s->grant_caps)))
+            return NULL;
+        s->n_grant_caps = n;
+    }
+    if (idx >= s->n_grant_caps)
+        return NULL;
+    if (!s->grant_caps[idx])
+        s->grant_caps[idx] = calloc(r->g.profile->n_caps ? r->g.profile->n_caps : 1, sizeof **s->grant_caps);
+    return s->grant_caps[idx];
+}
+
+/* A granted call's broker: minted for the call's timeout (max_calls is per call), seeded with the
+ * per-route counts the session's earlier calls spent (route_max_calls is per session). */
+static int srun_grant_begin(struct srun *r, struct plm_err *err)
+{
+    if (!r->g.profile)
+        return 0;
+    uint32_t *caps = session_caps(r);
+    if (!caps)
+        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory keeping a session's grant budget");
+    if (grant_begin(&r->g, r->who->id, r->ctx.timeout_ms, err) < 0)
+        return -1;
+    brk_run_caps_seed(r->g.run, caps, r->g.profile->n_caps);
+    r->ctx.host_api = &r->g.api;
+    return 0;
+}
+
+/* Ends the call's grant (a leftover process's later calls are refused) and keeps what it spent of
+ * the session's route budget. */
+static void srun_grant_end(struct srun *r)
+{
+    if (!r->g.run)
+        return;
+    brk_run_end(r->g.run);
+    uint32_t *caps = session_caps(r);
+    if (caps)
+        brk_run_caps_read(r->g.run, caps, r->g.profile->n_caps);
+    r->grant_audit = json_object();
+    grant_end(&r->g, r->grant_audit);
+}
+
 static int srun_admit(struct srun *r, struct plm_err *err)
 {
     bool holds;
@@ -258,6 +313,8 @@ static int srun_admit(struct srun *r, struct plm_err *err)
         sreg_set_suspended(r->svc->reg, r->s, false, true);
         r->resumed_slot = false; /* the session holds it again */
     }
+    if (srun_grant_begin(r, err) < 0)
+        return -1;
     /* 9: the idle timer stops only now, so a refused call leaves its deadline where it was */
     sreg_arm(r->svc->reg, r->s, 0);
     return 0;
@@ -274,6 +331,7 @@ static int srun_dispatch(struct srun *r, struct plm_err *err)
     atomic_fetch_add(&r->env->counters->dispatched, 1);
     int rc = r->req->kind == PLM_KIND_CELL ? ops->session_run_cell(r->svc->provider, h, &r->ctx, r->req, &r->res, &r->ended, err)
                                            : ops->session_run(r->svc->provider, h, &r->ctx, r->req, &r->res, &r->ended, err);
+    srun_grant_end(r); /* the grant ends with the call's code */
     if (rc < 0 && plm_err_is_refusal(err))
         atomic_fetch_sub(&r->env->counters->dispatched, 1);
     return rc;
@@ -341,6 +399,8 @@ static void audit(const struct srun *r, const struct plm_err *err, uint64_t seq)
         json_object_set_new(x, "exit_code", json_integer(code));
     }
     json_object_set_new(x, "duration_ms", json_integer((json_int_t)(clock_mono_ms() - r->started_ms)));
+    if (r->grant_audit)
+        json_object_update(x, r->grant_audit);
     sess_log("run", r->request_id, r->s, x);
 }
 

@@ -283,6 +283,37 @@ class DockerSessionsBase(_Prereq):
         self.assertEqual(summary["ended"], "SESSION_END_MAIN_PROCESS_ENDED")
         self.assertEqual(self.mine(), [])
 
+    def test_container_changed_from_outside_ends_the_session(self):  # issue 23 item 3: the read-back
+        c = Client(self, self.d, "alice-tok")
+        c.open(languages=["python"])
+        c.cell("x = 1", language="python")
+        c.cell("x", language="python")  # an unchanged container serves call after call
+        mine = self.mine()
+        self.assertEqual(len(mine), 1)
+        st, raw = engine("GET", "/containers/%s/json" % mine[0]["Id"])
+        limit = json.loads(raw)["HostConfig"]["PidsLimit"]
+        # `docker update --pids-limit`: what anyone with the docker socket can do between calls
+        st, body = engine("POST", "/containers/%s/update" % mine[0]["Id"],
+                          body=json.dumps({"PidsLimit": (limit or 64) + 1}), headers={"Content-Type": "application/json"})
+        msg = {"protocol": 3, "sessionId": c.id, "cell": {"language": "python", "code": "x"}}
+        if self.RUNTIME == "runsc":
+            # runsc refuses every update (dockerd then keeps the old values): the container is
+            # unchanged, and the read-back must not take the attempt for a change
+            self.assertEqual(st, 500, body)
+            self.assertIn(b"runsc", body)
+            c.cell("x", language="python")
+            self.assertEqual(len(self.mine()), 1)
+            c.close()
+            self.assertEqual(self.mine(), [])
+            return
+        self.assertEqual(st, 200, body)
+        body = self.assertEnded(self.d.call("SessionRun", msg, token="alice-tok"), "sandbox_changed")
+        self.assertIn("pids_limit", body["message"])
+        summary = c.close()
+        self.assertEqual(summary["ended"], "SESSION_END_SANDBOX_CHANGED")
+        self.assertEqual(int(summary.get("calls", "0")), 2)  # the refused call never ran
+        self.assertEqual(self.mine(), [])
+
     def test_container_killed_during_a_cell(self):  # item 38: an unanswered call, chained; never a hang
         import threading
         c = Client(self, self.d, "alice-tok")

@@ -369,6 +369,15 @@ int dock_session_run_cell(struct plm_provider *p, struct plm_session *h, const s
                           struct plm_err *err);
 int dock_session_suspend(struct plm_provider *p, struct plm_session *h, bool *holds_memory, struct plm_err *err);
 int dock_session_close(struct plm_provider *p, struct plm_session *h, struct plm_err *err);
+/* The read-back of a session's container (readback.c): the fields that make it the sandbox that
+ * was proven, taken at open and compared before each call. take: a new snapshot, or NULL with err
+ * (the inspect failed). compare: 0 the same, 1 a difference (the first differing field's name in
+ * what). check: take and compare; -1 is a refusal marked environment (unreadable), nothing ran. */
+json_t *dock_readback_take(const struct dock_engine *e, const char *id, struct plm_err *err);
+json_t *dock_readback_of(const json_t *inspect); /* the snapshot of one inspect answer; NULL: no memory */
+int dock_readback_compare(const json_t *proven, const json_t *now, char *what, size_t cap);
+int dock_readback_check(const struct dock_engine *e, const char *id, const json_t *proven, char *what, size_t cap,
+                        struct plm_err *err);
 /* Removes session containers (DOCK_LABEL_SESSION) whose daemon pid no longer runs here. */
 void dock_session_sweep(struct dock_state *s);
 /* ---- pyproof.c: Python in the project image (docs/python.md) ------------------------------------ */

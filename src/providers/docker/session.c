@@ -36,6 +36,7 @@ struct plm_session {
     uint64_t next_id, disk_bytes;
     bool paused;
     enum plm_session_end dead; /* set once the container cannot serve another call */
+    json_t *proven; /* the read-back taken at open (readback.c); compared before each call */
     char dead_why[120];
 };
 
@@ -204,6 +205,22 @@ static int resume(struct plm_session *h, enum plm_session_end *ended, struct plm
     return 0;
 }
 
+/* Before a call: the container must still be the one proven at open (readback.c). A difference
+ * ends the session SANDBOX_CHANGED; an inspect that cannot be read refuses this call only. */
+static int read_back(struct dock_state *s, struct plm_session *h, enum plm_session_end *ended, struct plm_err *err)
+{
+    char what[32];
+    int r = h->proven ? dock_readback_check(&s->eng, h->box->id, h->proven, what, sizeof what, err) : 0;
+    if (r <= 0)
+        return r;
+    char why[120];
+    snprintf(why, sizeof why, "the container's %s changed after the session was opened", what);
+    mark_dead(h, PLM_END_SANDBOX_CHANGED, why);
+    *ended = h->dead;
+    return plm_refuse(err, PLM_E_ENDED, PLM_REFUSAL_REQUEST, "the session has ended (%s): %s",
+                      plm_session_end_name(h->dead), h->dead_why);
+}
+
 /* ---- open, close, suspend --------------------------------------------------------------------- */
 
 static int gate(struct dock_state *s, enum plm_tier floor, struct plm_err *err)
@@ -230,6 +247,7 @@ static void session_free(struct dock_state *s, struct plm_session *h)
         dock_box_release(s, h->box); /* queues what could not be removed yet */
     }
     dock_bytes_done(&h->in);
+    json_decref(h->proven);
     free(h);
 }
 
@@ -316,6 +334,11 @@ int dock_session_open(struct plm_provider *p, const struct plm_session_spec *spe
     int64_t label = dock_unix_ms() / 1000 + (int64_t)(spec->lifetime_ms / 1000) + LABEL_SLACK_S;
     if (!h && session_start(s, spec->disk_bytes, spec->languages, label, &h, err) < 0)
         return -1;
+    /* What is proven now is what every call is checked against (a pool member included). */
+    if (!(h->proven = dock_readback_take(&s->eng, h->box->id, err))) {
+        session_free(s, h);
+        return plm_err_wrap(err, "reading the session's container back");
+    }
     info->tier = dock_tier(s);
     snprintf(info->software_identity, sizeof info->software_identity, "%s", s->software_identity[DOCK_SESSION]);
     snprintf(info->environment, sizeof info->environment, "docker-image:%s", s->id[DOCK_SESSION]);
@@ -429,7 +452,8 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
                       const char *lang, const char *code, const struct plm_file *files, size_t n_files,
                       struct dock_sf_reply *rep, int64_t *ms, enum plm_session_end *ended, struct plm_err *err)
 {
-    if (gate(s, ctx->floor, err) < 0 || chan_check_idle(h, ended, err) < 0 || resume(h, ended, err) < 0)
+    if (gate(s, ctx->floor, err) < 0 || chan_check_idle(h, ended, err) < 0 || read_back(s, h, ended, err) < 0 ||
+        resume(h, ended, err) < 0)
         return -1;
     uint8_t *frame = NULL;
     size_t len = 0;

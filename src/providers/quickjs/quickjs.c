@@ -61,6 +61,7 @@ static void qjs_describe(struct plm_provider *p, struct plm_describe *d)
     d->javascript.languages[0] = "javascript";
     /* Grants ride the worker's socket (docs/quickjs.md, Grants); projects do not exist here. */
     d->supports_javascript_grants = true;
+    d->supports_session_grants = true; /* a session snippet is a run in its own worker (session.c) */
     d->memory_mb = s->cfg.memory_mb;
     d->policy = proven ? s->ev.policy : "";
     d->evidence = proven ? &s->ev : NULL;
