@@ -47,6 +47,9 @@ static void log_started(const struct plm_config *cfg, struct plm_provider *p, st
     const char *mode = auth_mode(a) == AUTH_CLIENTS ? "clients" : auth_mode(a) == AUTH_TOKEN ? "token" : "open";
     json_object_set_new(f, "auth", json_string(mode));
     json_object_set_new(f, "max_concurrent", json_integer(cfg->max_concurrent));
+    json_object_set_new(f, "per_key_concurrent", json_integer(cfg->per_key_concurrent));
+    json_object_set_new(f, "rate_per_min", json_integer(cfg->rate_per_min));
+    json_object_set_new(f, "rate_burst", json_integer(cfg->rate_burst));
     json_object_set_new(f, "tls", json_boolean(cfg->tls_cert != NULL));
     log_event("info", "listening", f);
 }
