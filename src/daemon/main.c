@@ -35,6 +35,13 @@ static int die(const char *what, const struct plm_err *err)
     return 1;
 }
 
+/* The providers' startup progress (plm_progress), as info lines. */
+static void log_progress(const char *provider, const char *step, const char *detail)
+{
+    log_event("info", "provider_progress",
+              json_pack("{s:s, s:s, s:s}", "provider", provider, "step", step, "detail", detail));
+}
+
 static void log_started(const struct plm_config *cfg, struct plm_provider *p, struct srv *s, struct auth *a)
 {
     json_t *f = json_object();
@@ -136,6 +143,7 @@ int main(int argc, char **argv)
             return die("configuration: PLIMSOLL_GRANTS_FILE", &err);
         }
     }
+    plm_progress_set(log_progress);
     struct plm_provider *p = providers_build(&cfg, &err);
     if (!p) {
         brk_profiles_free(grants);

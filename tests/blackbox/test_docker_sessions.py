@@ -375,6 +375,36 @@ class DockerSessionsBase(_Prereq):
         self.assertEqual(summary["ended"], "SESSION_END_BOUNDARY_FAILED")
         self.assertEqual(self.mine(), [])
 
+    def test_forked_processes_are_reaped_after_every_call(self):  # issue 19 item 3: no zombies
+        c = Client(self, self.d, "alice-tok")
+        c.open(languages=["python", "javascript"])
+        census = ("import os\nst = []\nfor p in os.listdir('/proc'):\n"
+                  "    try:\n        st.append(open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0])\n"
+                  "    except (OSError, IndexError):\n        pass\n"
+                  "print(len(st), st.count('Z'))")
+        # children left unwaited, children still running at the cell's end, and double-forked
+        # orphans (re-parented to the agent, PID 1) that end during the call
+        python_forks = ("import os, time\nfor i in range(30):\n    if os.fork() == 0:\n        os._exit(0)\n"
+                        "for i in range(10):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+                        "for i in range(10):\n    if os.fork() == 0:\n        if os.fork() == 0:\n"
+                        "            time.sleep(0.1)\n        os._exit(0)\n"
+                        "time.sleep(0.6)")
+        js_spawns = ("const {spawn, spawnSync} = require('child_process');"
+                     "for (let i = 0; i < 10; i++) spawn('/usr/bin/node', ['-e', 'setTimeout(() => {}, 60000)']);"
+                     "spawnSync('/usr/bin/node', ['-e', '1']);")
+        r = c.cell(census, language="python")
+        base = tuple(int(x) for x in out(r).split())
+        self.assertEqual(base[1], 0, base)
+        seen = []
+        for _ in range(3):
+            c.cell(python_forks, language="python")
+            c.cell(js_spawns)
+            r = c.cell(census, language="python")
+            seen.append(tuple(int(x) for x in out(r).split()))
+        # the process count does not grow and no zombie is left, call after call
+        self.assertEqual(seen, [base] * 3, (base, seen))
+        c.close()
+
     def test_suspend_and_resume(self):  # items 32/33, §4.3: docker pause keeps the interpreters
         d = Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_DOCKER_RUNTIME=self.RUNTIME, SANDBOX_MAX_SESSIONS="2",
                         SANDBOX_SESSION_IDLE="1s"), timeout=240)
