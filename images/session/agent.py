@@ -14,6 +14,10 @@ Agent -> host, on stdout: "PLSA" + 4-byte big-endian length + a JSON object
 The host trusts none of it (the code of the cell could have rewritten this process): it decodes
 every frame with bounds and a deadline (src/providers/docker/sessframe.c).
 
+As PID 1 it reaps every orphan (a cell's double-forked processes, re-parented here) while a call
+runs, a few times a second (reap_orphans), and all that is left after the call; each kernel reaps
+the children it started itself before it reports a cell (kernel.py, kernel.js).
+
 After every call every process but this one and the live kernels is killed (the sweep), and the
 used bytes of /work, /tmp and /dev/shm are reported (the disk budget, measured after the call).
 A cell past its time is interrupted (SIGINT: KeyboardInterrupt in Python, breakOnSigint in node);
@@ -116,6 +120,31 @@ class Kernel:
 
 
 kernels = {}
+snippet_pids = set()  # the snippet process of the call in flight: its status is Popen's to read
+ORPHAN_REAP_S = 0.25
+_last_orphan_reap = [0.0]
+
+
+def reap_orphans():
+    """Reaps ended orphans now rather than at the call's end. Only zombies no Popen here owns: a
+    kernel's or a snippet's status is read by its Popen, which a blind waitpid(-1) would steal."""
+    now = time.monotonic()
+    if now - _last_orphan_reap[0] < ORPHAN_REAP_S:
+        return
+    _last_orphan_reap[0] = now
+    me = os.getpid()
+    ours = {k.p.pid for k in kernels.values()} | snippet_pids
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in ours:
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                st = f.read()
+            rest = st[st.rindex(b")") + 2:].split()
+            if rest[0] == b"Z" and int(rest[1]) == me:
+                os.waitpid(int(name), os.WNOHANG)
+        except (OSError, ValueError, IndexError):
+            continue
 
 
 def kernel_for(lang):
@@ -199,7 +228,8 @@ def run_cell(req, res):
         if interrupted_at is not None and now >= interrupted_at + INTERRUPT_GRACE_S:
             break
         until = (deadline if interrupted_at is None else interrupted_at + INTERRUPT_GRACE_S) - now
-        r, _, _ = select.select(fds, [], [], max(0.0, min(until, 1.0)))
+        r, _, _ = select.select(fds, [], [], max(0.0, min(until, ORPHAN_REAP_S)))
+        reap_orphans()
         if k.p.stdout.fileno() in r:
             drain(k.p.stdout.fileno(), out)
         if k.p.stderr.fileno() in r:
@@ -244,6 +274,7 @@ def run_snippet(req, res):
     except OSError:
         res["status"] = "nointerp"
         return
+    snippet_pids.add(p.pid)
     try:
         p.stdin.write(req["code"].encode())
         p.stdin.close()
@@ -255,7 +286,8 @@ def run_snippet(req, res):
     deadline = time.monotonic() + req["timeout_ms"] / 1000.0
     open_fds = set(fds)
     while open_fds and time.monotonic() < deadline:
-        r, _, _ = select.select(list(open_fds), [], [], max(0.0, min(deadline - time.monotonic(), 1.0)))
+        r, _, _ = select.select(list(open_fds), [], [], max(0.0, min(deadline - time.monotonic(), ORPHAN_REAP_S)))
+        reap_orphans()
         for fd in r:
             if not drain(fd, out if fd == fds[0] else err):
                 open_fds.discard(fd)
@@ -270,6 +302,7 @@ def run_snippet(req, res):
     except subprocess.TimeoutExpired:
         p.kill()
         code = p.wait()
+    snippet_pids.discard(p.pid)
     if timed_out:
         code = 124
     elif code < 0:

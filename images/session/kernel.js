@@ -7,6 +7,9 @@
 // cell's deadline interrupts synchronous code (breakOnSigint); a cell stuck on a promise that
 // never settles is killed by the agent. process.exit ends the interpreter.
 // Status per cell on fd W: 4-byte big-endian length + {"status": 0 ran | 1 raised | 2 interrupted}.
+// Before each status the processes the cell started are killed and, by libuv, reaped (endChildren):
+// the agent's sweep would kill them next, but only their parent, this interpreter, can reap them,
+// and it reads the next cell with a blocking read that runs no event loop.
 'use strict';
 const fs = require('fs');
 const vm = require('vm');
@@ -64,6 +67,29 @@ function readFrame() {
   }
 }
 
+function children() {
+  const out = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    try {
+      const st = fs.readFileSync('/proc/' + name + '/stat', 'latin1');
+      if (Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) out.push(Number(name));
+    } catch (e) { /* gone meanwhile */ }
+  }
+  return out;
+}
+
+// Bounded: what is left after a second is the agent's sweep's, and reaped after the next cell.
+async function endChildren() {
+  const deadline = Date.now() + 1000;
+  for (let kids = children(); kids.length && Date.now() < deadline; kids = children()) {
+    for (const pid of kids) {
+      try { process.kill(pid, 'SIGKILL'); } catch (e) { /* already gone */ }
+    }
+    await new Promise((r) => setTimeout(r, 2)); // libuv reaps its children on SIGCHLD here
+  }
+}
+
 async function main() {
   for (;;) {
     const req = readFrame();
@@ -79,6 +105,7 @@ async function main() {
         st = 1;
       }
     }
+    try { await endChildren(); } catch (e) { /* never keep the status from the agent */ }
     status(st);
     // let timers and promise callbacks the cell scheduled run between cells
     await new Promise((r) => setImmediate(r));

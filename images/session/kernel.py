@@ -5,7 +5,10 @@ and, when the last statement is an expression, its value is printed with repr() 
 printed). Top-level await works (one event loop for the session). A raising cell prints its
 traceback on stderr and keeps the namespace; KeyboardInterrupt (the agent's SIGINT at the cell's
 deadline) ends only the cell. SystemExit and os._exit end the interpreter: the agent sees the
-status pipe close and the next cell starts a fresh one.
+status pipe close and the next cell starts a fresh one. Before each status the processes the cell
+started are killed and reaped (end_children): the agent's sweep would kill them next anyway, but
+only their parent, this interpreter, can reap them, so without it each stayed a zombie for the
+session's life, eating its pid limit.
 Status per cell on fd W: 4-byte big-endian length + {"status": 0 ran | 1 raised | 2 interrupted}."""
 import ast
 import asyncio
@@ -55,6 +58,48 @@ def run(code):
             print(repr(v))
 
 
+def children():
+    me = os.getpid()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                st = f.read()
+            if int(st[st.rindex(b")") + 2:].split()[1]) == me:
+                out.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def end_children(grace_s=1.0):
+    """Kills this interpreter's children and reaps them (and any that already ended). Bounded: a
+    child born meanwhile of a thread the cell left running is the agent's sweep's to kill, and it
+    is reaped at the next cell's end."""
+    import time
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            while True:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+        except ChildProcessError:
+            return
+        except KeyboardInterrupt:
+            continue
+        if time.monotonic() >= deadline:
+            return
+        for pid in children():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.002)
+
+
 def status(n):
     try:
         sys.stdout.flush()
@@ -87,6 +132,10 @@ while True:
             tb = tb.tb_next  # the traceback starts at the cell, not in this file
         traceback.print_exception(t, v, tb)
         st = 1
+    try:
+        end_children()
+    except KeyboardInterrupt:
+        pass
     try:
         status(st)
     except KeyboardInterrupt:

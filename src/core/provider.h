@@ -145,5 +145,13 @@ struct plm_provider {
     void *state;
 };
 
+/* Startup progress: a provider whose proof takes long (microvm: ~15 s under TCG) reports each step
+ * so an operator sees it is not hung. The daemon points the hook at its log (info,
+ * event provider_progress); unset, reports go nowhere. Any thread may report; detail is the
+ * provider's own text, never guest output. */
+typedef void (*plm_progress_fn)(const char *provider, const char *step, const char *detail);
+void plm_progress_set(plm_progress_fn fn);
+void plm_progress(const char *provider, const char *step, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Calls destroy and frees p; NULL-safe. */
 void plm_provider_free(struct plm_provider *p);

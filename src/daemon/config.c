@@ -36,9 +36,9 @@ static const struct var vars[] = {
     {"SANDBOX_PROVIDER", "disabled", "disabled | quickjs (alias wasm) | docker | microvm | e2b"},
     {"SANDBOX_MIN_ISOLATION", "-", "refuse to start when the provider's proven tier is below this"},
     {"SANDBOX_MAX_CONCURRENT", "8", "global run concurrency, 1-1024; also sizes the worker pool"},
-    {"SANDBOX_PER_KEY_CONCURRENT", "SANDBOX_MAX_CONCURRENT/2", "runs in flight per caller"},
+    {"SANDBOX_PER_KEY_CONCURRENT", "SANDBOX_MAX_CONCURRENT/2", "runs in flight per caller, 0-1024; 0 = no per-caller cap"},
     {"SANDBOX_RATE_PER_MIN", "30", "runs per minute per caller; 0 disables the rate limit"},
-    {"SANDBOX_RATE_BURST", "SANDBOX_RATE_PER_MIN", "token-bucket burst"},
+    {"SANDBOX_RATE_BURST", "SANDBOX_RATE_PER_MIN", "token-bucket burst, 0-1000000; 0 = the rate"},
     {"SANDBOX_MEMORY_MB", "0 (provider default: 256)", "memory per run"},
     {"SANDBOX_CPUS", "0 (provider default)", "CPUs per run (docker only)"},
     {"SANDBOX_PIDS", "0 (provider default)", "processes per run (docker only)"},
@@ -229,14 +229,20 @@ int config_load(const char *(*get)(const char *), struct plm_config *c, struct p
         return -1;
     c->per_key_concurrent = c->max_concurrent / 2 ? c->max_concurrent / 2 : 1;
     if ((v = nonempty(get, "SANDBOX_PER_KEY_CONCURRENT")) &&
-        parse_u32("SANDBOX_PER_KEY_CONCURRENT", v, 1, 1024, &c->per_key_concurrent, err) < 0)
+        parse_u32("SANDBOX_PER_KEY_CONCURRENT", v, 0, 1024, &c->per_key_concurrent, err) < 0)
         return -1;
+    /* 0 is the reference's "no per-caller cap": one caller may hold every slot, which a cap equal
+     * to the global one states exactly (admission keeps its invariant of a cap >= 1). */
+    if (c->per_key_concurrent == 0)
+        c->per_key_concurrent = c->max_concurrent;
     c->rate_per_min = 30;
     if ((v = nonempty(get, "SANDBOX_RATE_PER_MIN")) && parse_u32("SANDBOX_RATE_PER_MIN", v, 0, 1000000, &c->rate_per_min, err) < 0)
         return -1;
-    c->rate_burst = c->rate_per_min;
-    if ((v = nonempty(get, "SANDBOX_RATE_BURST")) && parse_u32("SANDBOX_RATE_BURST", v, 1, 1000000, &c->rate_burst, err) < 0)
+    c->rate_burst = 0;
+    if ((v = nonempty(get, "SANDBOX_RATE_BURST")) && parse_u32("SANDBOX_RATE_BURST", v, 0, 1000000, &c->rate_burst, err) < 0)
         return -1;
+    if (c->rate_burst == 0) /* unset or 0: the reference's burst of one minute's rate */
+        c->rate_burst = c->rate_per_min;
 
     if ((v = nonempty(get, "SANDBOX_MEMORY_MB"))) {
         if (parse_u32("SANDBOX_MEMORY_MB", v, 0, 1048576, &c->memory_mb, err) < 0)

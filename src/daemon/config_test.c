@@ -81,6 +81,15 @@ int main(void)
     CHECK(load(ENV("SANDBOX_MAX_CONCURRENT=1"), &c, &err) == 0 && c.per_key_concurrent == 1);
     CHECK(load(ENV("SANDBOX_MAX_CONCURRENT=8x"), &c, &err) < 0);
     CHECK(load(ENV("SANDBOX_RATE_PER_MIN=0"), &c, &err) == 0 && c.rate_per_min == 0);
+    /* the reference's zeros: no per-caller cap, and a burst of the rate */
+    CHECK(load(ENV("SANDBOX_MAX_CONCURRENT=6", "SANDBOX_PER_KEY_CONCURRENT=0"), &c, &err) == 0 &&
+          c.per_key_concurrent == 6);
+    CHECK(load(ENV("SANDBOX_PER_KEY_CONCURRENT=3"), &c, &err) == 0 && c.per_key_concurrent == 3);
+    CHECK(load(ENV("SANDBOX_PER_KEY_CONCURRENT=1025"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_PER_KEY_CONCURRENT"));
+    CHECK(load(ENV("SANDBOX_PER_KEY_CONCURRENT=-1"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_PER_KEY_CONCURRENT"));
+    CHECK(load(ENV("SANDBOX_RATE_PER_MIN=12", "SANDBOX_RATE_BURST=0"), &c, &err) == 0 && c.rate_burst == 12);
+    CHECK(load(ENV("SANDBOX_RATE_PER_MIN=12", "SANDBOX_RATE_BURST=3"), &c, &err) == 0 && c.rate_burst == 3);
+    CHECK(load(ENV("SANDBOX_RATE_BURST=1000001"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_RATE_BURST"));
     CHECK(load(ENV("SANDBOX_MIN_ISOLATION=vm"), &c, &err) == 0 && c.min_isolation == PLM_TIER_VM);
     CHECK(load(ENV("SANDBOX_MIN_ISOLATION=VM"), &c, &err) < 0 && strstr(err.msg, "SANDBOX_MIN_ISOLATION"));
     CHECK(load(ENV("PLIMSOLL_TLS_CERT=/x"), &c, &err) < 0 && strstr(err.msg, "PLIMSOLL_TLS_CERT is set without PLIMSOLL_TLS_KEY"));

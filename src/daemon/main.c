@@ -36,6 +36,13 @@ static int die(const char *what, const struct plm_err *err)
     return 1;
 }
 
+/* The providers' startup progress (plm_progress), as info lines. */
+static void log_progress(const char *provider, const char *step, const char *detail)
+{
+    log_event("info", "provider_progress",
+              json_pack("{s:s, s:s, s:s}", "provider", provider, "step", step, "detail", detail));
+}
+
 static void log_started(const struct plm_config *cfg, struct plm_provider *p, struct srv *s, struct auth *a)
 {
     json_t *f = json_object();
@@ -48,6 +55,9 @@ static void log_started(const struct plm_config *cfg, struct plm_provider *p, st
     const char *mode = auth_mode(a) == AUTH_CLIENTS ? "clients" : auth_mode(a) == AUTH_TOKEN ? "token" : "open";
     json_object_set_new(f, "auth", json_string(mode));
     json_object_set_new(f, "max_concurrent", json_integer(cfg->max_concurrent));
+    json_object_set_new(f, "per_key_concurrent", json_integer(cfg->per_key_concurrent));
+    json_object_set_new(f, "rate_per_min", json_integer(cfg->rate_per_min));
+    json_object_set_new(f, "rate_burst", json_integer(cfg->rate_burst));
     json_object_set_new(f, "tls", json_boolean(cfg->tls_cert != NULL));
     log_event("info", "listening", f);
 }
@@ -164,6 +174,7 @@ int main(int argc, char **argv)
             return die("configuration: PLIMSOLL_GRANTS_FILE", &err);
         }
     }
+    plm_progress_set(log_progress);
     struct plm_provider *p = providers_build(&cfg, &err);
     if (!p) {
         brk_profiles_free(grants);

@@ -427,6 +427,11 @@ static void answer_unanswered(struct srun *r, const struct plm_err *err, struct 
     e.refusal = PLM_REFUSAL_NONE;
     sess_error(ans, &e, r->request_id, &d);
     audit(r, err, calls + 1);
+    if (end != PLM_END_NONE && e.kind != PLM_E_INTERNAL) /* internal is logged at error already */
+        log_event("warning", "session_call_ended_session",
+                  json_pack("{s:s, s:s, s:s, s:s, s:s}", "request_id", r->request_id ? r->request_id : "",
+                            "session", r->s->fp, "reason", plm_session_end_name(end), "code",
+                            wire_connect_code(e.kind), "detail", e.msg));
 }
 
 static int srun_answer(struct srun *r, struct rpc_answer *ans, struct plm_err *err)

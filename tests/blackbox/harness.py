@@ -157,6 +157,14 @@ class Daemon:
         return out
 
 
+# Issue 19: a stack overflow is a catchable RangeError at every tier (the same snippets run in
+# test_quickjs.py and test_microvm.py).
+STACK_SNIPPETS = (
+    "try { (function f(n) { return f(n + 1) + 1 })(0) } catch (e) { console.log('caught', e instanceof RangeError) }",
+    "try { JSON.parse('['.repeat(200000)) } catch (e) { console.log('caught', e instanceof RangeError) }",
+)
+
+
 def js(code, **kw):
     msg = {"protocol": 3, "javascript": {"code": code}}
     msg.update(kw)

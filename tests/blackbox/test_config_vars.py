@@ -253,5 +253,49 @@ class Rows(unittest.TestCase):
                 print("%-32s %-11s %s" % (row["name"], row["status"], note), file=sys.stderr)
 
 
+class ReferenceZeros(unittest.TestCase):
+    """Issue 19 item 9: the reference's zeros mean "no per-caller cap" and "a burst of the rate"."""
+
+    def test_rate_burst_zero_is_the_rate(self):
+        # disabled runs spend a rate token (admission precedes its refusal), so the bucket shows
+        with Daemon({"SANDBOX_RATE_PER_MIN": "2", "SANDBOX_RATE_BURST": "0"}) as d:
+            self.assertEqual(d.events("listening")[0]["rate_burst"], 2)
+            codes = []
+            for _ in range(3):
+                _, _, data, _ = d.call("Run", {"protocol": 3, "javascript": {"code": "1"}})
+                codes.append((json.loads(data)["code"], json.loads(data)["message"]))
+            self.assertEqual([c for c, _ in codes[:2]], ["failed_precondition"] * 2, codes)
+            self.assertEqual(codes[2], ("resource_exhausted", "rate limit: 2 runs/min per caller"))
+
+    def per_key(self, value):
+        """Two runs of one caller at once (the second sent while the first holds its slot)."""
+        import threading
+        import time
+        env = {"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_INSECURE": "1", "SANDBOX_RATE_PER_MIN": "0",
+               "SANDBOX_MAX_CONCURRENT": "2", "SANDBOX_PER_KEY_CONCURRENT": value}
+        with Daemon(env) as d:
+            first = {}
+            slow = {"protocol": 3, "timeoutMs": 20000,
+                    "javascript": {"code": "const t = Date.now(); while (Date.now() - t < 3000) {}"}}
+            th = threading.Thread(target=lambda: first.update(ans=d.call("Run", slow)))
+            th.start()
+            deadline = time.monotonic() + 15
+            while d.metrics()["plimsoll_inflight"] < 1:
+                self.assertLess(time.monotonic(), deadline, "the first run never held its slot")
+                time.sleep(0.02)
+            st, _, data, _ = d.call("Run", {"protocol": 3, "javascript": {"code": "console.log(2)"}})
+            th.join()
+            self.assertEqual(first["ans"][0], 200, first["ans"][2])
+            return d.events("listening")[0]["per_key_concurrent"], st, json.loads(data)
+
+    def test_per_key_zero_is_no_cap(self):
+        cap, st, body = self.per_key("0")
+        self.assertEqual(cap, 2)  # the global cap is the only one
+        self.assertEqual(st, 200, body)
+        cap, st, body = self.per_key("1")  # the contrast: a cap of 1 sheds the second run
+        self.assertEqual((cap, st, body["code"]), (1, 429, "resource_exhausted"), body)
+        self.assertIn("per-caller concurrency limit", body["message"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

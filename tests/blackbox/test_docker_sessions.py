@@ -8,6 +8,7 @@ The chain is checked by test_sessions.Client (request, result and record digests
 Python). Needs dockerd, runsc and the images of scripts/docker-setup.sh (make images): a missing
 prerequisite is a FAILURE, never a skip. Run under `flock /tmp/plimsoll-docker.lock`.
 """
+import base64
 import json
 import os
 import subprocess
@@ -20,12 +21,52 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import CLI, Daemon, WireCase  # noqa: E402
 from test_docker import engine, our_containers  # noqa: E402
-from test_sessions import Client, out, sha  # noqa: E402
+from test_sessions import Client, out, record_digest, session_ended_reason, sha  # noqa: E402
 
 SESSION_IMAGE = os.environ.get("PLIMSOLL_TEST_SESSION_IMAGE", "plimsoll/session:latest")
 SESSION_LABEL = "org.plimsoll.session"
 BASE = {"SANDBOX_PROVIDER": "docker", "SANDBOX_RATE_PER_MIN": "0", "SANDBOX_MAX_CONCURRENT": "16",
         "SANDBOX_PER_KEY_CONCURRENT": "16", "SANDBOX_DOCKER_SESSION_IMAGE": SESSION_IMAGE}
+
+
+RECORD_FIELDS = {1: "version", 2: "requestSha256", 3: "resultSha256", 4: "provider", 5: "isolation",
+                 6: "environment", 7: "policy", 8: "startedUnixMs", 9: "endedUnixMs", 10: "session",
+                 11: "sequence", 12: "previousSha256", 13: "recordSha256", 14: "softwareIdentity",
+                 15: "softwareRuleId", 16: "unanswered"}
+
+
+def unanswered_record(detail_value):
+    """The RunRecord of an UnansweredCall detail (field 1, binary), in the JSON names."""
+    raw = base64.b64decode(detail_value + "=" * (-len(detail_value) % 4))
+
+    def varint(b, i):
+        v = shift = 0
+        while True:
+            v |= (b[i] & 0x7f) << shift
+            shift += 7
+            i += 1
+            if not b[i - 1] & 0x80:
+                return v, i
+
+    def fields(b):
+        i = 0
+        while i < len(b):
+            key, i = varint(b, i)
+            if key & 7 == 0:
+                v, i = varint(b, i)
+            else:
+                n, i = varint(b, i)
+                v, i = b[i:i + n], i + n
+            yield key >> 3, v
+
+    inner = dict(fields(raw))[1]
+    rec = {}
+    for num, v in fields(inner):
+        name = RECORD_FIELDS[num]
+        rec[name] = v if isinstance(v, int) else v.decode()
+    for k in ("startedUnixMs", "endedUnixMs", "sequence"):
+        rec[k] = str(rec.get(k, 0))
+    return rec
 
 
 def session_containers(all_=True):
@@ -338,6 +379,62 @@ class DockerSessionsBase(_Prereq):
         self.assertEqual(summary["ended"], "SESSION_END_MAIN_PROCESS_ENDED")
         self.assertEqual(int(summary["calls"]), c.calls)
         self.assertEqual(self.mine(), [])
+
+    def test_guest_write_to_the_agent_channel_during_a_call(self):  # issue 19 item 2: never `internal`
+        c = Client(self, self.d, "alice-tok")
+        c.open(languages=["python"])
+        c.cell("x = 1", language="python")
+        n_internal = len(self.d.events("internal_error"))
+        code = "import os\nfd = os.open('/proc/1/fd/1', os.O_WRONLY)\nos.write(fd, b'x')\nos.close(fd)"
+        msg = {"protocol": 3, "sessionId": c.id, "cell": {"language": "python", "code": code}}
+        st, _, data, rid = self.d.call("SessionRun", msg, token="alice-tok")
+        body = json.loads(data)
+        self.assertEqual((st, body["code"]), (400, "failed_precondition"), body)
+        self.assertIn("wrote something other than the reply it owed", body["message"])
+        details = {x["type"]: x["value"] for x in body.get("details", [])}
+        self.assertNotIn("plimsoll.v1.NotDispatched", details, body)  # the code ran
+        self.assertEqual(session_ended_reason(details["plimsoll.v1.SessionEnded"]), 5)  # BOUNDARY_FAILED
+        rec = unanswered_record(details["plimsoll.v1.UnansweredCall"])
+        self.assertEqual((rec["version"], rec["unanswered"]), (3, "failed_precondition"), rec)
+        self.assertEqual((int(rec["sequence"]), rec.get("previousSha256", "")), (c.calls + 1, c.last))
+        self.assertEqual(rec["recordSha256"], record_digest(rec))
+        c.calls, c.last = c.calls + 1, rec["recordSha256"]
+        warn = self.d.wait_events("session_call_ended_session", lambda e: e.get("request_id") == rid)
+        self.assertEqual([(e["level"], e["reason"]) for e in warn], [("warning", "boundary_failed")], warn)
+        self.assertEqual(len(self.d.events("internal_error")), n_internal)
+        summary = c.close()
+        self.assertEqual(summary["ended"], "SESSION_END_BOUNDARY_FAILED")
+        self.assertEqual(self.mine(), [])
+
+    def test_forked_processes_are_reaped_after_every_call(self):  # issue 19 item 3: no zombies
+        c = Client(self, self.d, "alice-tok")
+        c.open(languages=["python", "javascript"])
+        census = ("import os\nst = []\nfor p in os.listdir('/proc'):\n"
+                  "    try:\n        st.append(open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0])\n"
+                  "    except (OSError, IndexError):\n        pass\n"
+                  "print(len(st), st.count('Z'))")
+        # children left unwaited, children still running at the cell's end, and double-forked
+        # orphans (re-parented to the agent, PID 1) that end during the call
+        python_forks = ("import os, time\nfor i in range(30):\n    if os.fork() == 0:\n        os._exit(0)\n"
+                        "for i in range(10):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+                        "for i in range(10):\n    if os.fork() == 0:\n        if os.fork() == 0:\n"
+                        "            time.sleep(0.1)\n        os._exit(0)\n"
+                        "time.sleep(0.6)")
+        js_spawns = ("const {spawn, spawnSync} = require('child_process');"
+                     "for (let i = 0; i < 10; i++) spawn('/usr/bin/node', ['-e', 'setTimeout(() => {}, 60000)']);"
+                     "spawnSync('/usr/bin/node', ['-e', '1']);")
+        r = c.cell(census, language="python")
+        base = tuple(int(x) for x in out(r).split())
+        self.assertEqual(base[1], 0, base)
+        seen = []
+        for _ in range(3):
+            c.cell(python_forks, language="python")
+            c.cell(js_spawns)
+            r = c.cell(census, language="python")
+            seen.append(tuple(int(x) for x in out(r).split()))
+        # the process count does not grow and no zombie is left, call after call
+        self.assertEqual(seen, [base] * 3, (base, seen))
+        c.close()
 
     def test_suspend_and_resume(self):  # items 32/33, §4.3: docker pause keeps the interpreters
         d = Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_DOCKER_RUNTIME=self.RUNTIME, SANDBOX_MAX_SESSIONS="2",

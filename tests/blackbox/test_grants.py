@@ -169,7 +169,7 @@ class Grants(WireCase):
                 ' await Promise.all(Array.from({length: 64}, (_, i) => one("/v1/items/" + i)));'
                 ' for (let i = 64; i < 300; i++) await one("/v1/items/" + i);'
                 ' console.log(ok + " " + no) })()')
-        msg = {"protocol": 3, "javascript": {"code": code, "grantProfile": "bulk", "timeoutMs": "20000"}}
+        msg = {"protocol": 3, "timeoutMs": "20000", "javascript": {"code": code, "grantProfile": "bulk"}}
         st, _, data, _ = self.d.call("Run", msg, token="alice-tok")
         self.assertEqual(st, 200, data)
         self.assertEqual(self.stdout_of(data), "256 44\n")
@@ -185,7 +185,7 @@ class Grants(WireCase):
         """The run ends at its deadline although its host call hangs; the daemon stays responsive and
         the grant ends (the broker cancels the call)."""
         code = 'host.get("/v1/items/hang").then(() => console.log("answered"))'
-        msg = {"protocol": 3, "javascript": {"code": code, "grantProfile": "bulk", "timeoutMs": "1000"}}
+        msg = {"protocol": 3, "timeoutMs": "1000", "javascript": {"code": code, "grantProfile": "bulk"}}
         import time
         t0 = time.monotonic()
         st, _, data, _ = self.d.call("Run", msg, token="alice-tok")

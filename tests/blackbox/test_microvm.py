@@ -15,7 +15,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import CLI, DAEMON, Daemon, Upstream, WireCase, check_record, descendants, js  # noqa: E402
+from harness import (CLI, DAEMON, STACK_SNIPPETS, Daemon, Upstream, WireCase, check_record,  # noqa: E402
+                     descendants, js)
 
 UID = 61100
 TOKEN = "alice-token-0123456789abcdef0123456789"
@@ -143,6 +144,32 @@ class MicroVM(WireCase):
         self.assertEqual(r["sandbox"], "microvm")
         self.assertEqual(r["isolation"], "vm")
         self.assertRegex(r["environment"], r"^microvm:sha256:[0-9a-f]{64}$")
+
+    def test_stack_overflow_is_a_catchable_range_error(self):  # issue 19: as at the process tier
+        for code in STACK_SNIPPETS:
+            r = self.run_js(code)
+            self.assertEqual((out(r), r["javascript"].get("exitCode", 0)), (b"caught true\n", 0), code)
+
+    def test_startup_progress_is_logged(self):  # issue 19 item 5: ~15 s of startup is not silence
+        lines = self.d.events("provider_progress")
+        self.assertTrue(all(e["level"] == "info" and e["provider"] == "microvm" for e in lines), lines)
+        steps = [e["step"] for e in lines]
+        for step in ("accelerator", "template", "check", "proof", "pool"):
+            self.assertIn(step, steps, lines)
+        # in order: the accelerator first, every check of the card named, then the pool
+        self.assertEqual(steps[0], "accelerator")
+        self.assertLess(steps.index("template"), steps.index("check"))
+        self.assertLess(max(i for i, s in enumerate(steps) if s == "check"), steps.index("pool"))
+        st, _, data, _ = self.d.call("Describe", {}, token=TOKEN)
+        card = json.loads(data)["evidence"]["checks"]
+        named = {e["detail"].rsplit(": ", 1)[0] for e in lines if e["step"] == "check"}
+        self.assertEqual(named, {c["name"] for c in card})
+        self.assertTrue(all(e["detail"].endswith(": passed") for e in lines if e["step"] == "check"), lines)
+        accel = [e["detail"] for e in lines if e["step"] == "accelerator"]
+        self.assertTrue(any(a.startswith(("tcg", "kvm")) for a in accel), accel)
+        # the pools fill in the background: each says so once it is full
+        self.assertTrue(self.d.wait_events("provider_progress", lambda e: "pool full" in e["detail"], n=2,
+                                           timeout=STARTUP), self.d.events("provider_progress"))
 
     def test_record_verifies_with_the_cli(self):
         env = dict(os.environ, PLIMSOLL_URL="http://127.0.0.1:%d" % self.d.port)

@@ -10,7 +10,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Daemon, WireCase, check_record, descendants, js  # noqa: E402
+from harness import STACK_SNIPPETS, Daemon, WireCase, check_record, descendants, js  # noqa: E402
 
 ENV = {"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_INSECURE": "1", "SANDBOX_RATE_PER_MIN": "0",
        "SANDBOX_MAX_CONCURRENT": "8", "SANDBOX_PER_KEY_CONCURRENT": "8"}
@@ -138,6 +138,11 @@ class QuickJS(WireCase):
     def test_deep_recursion_is_a_result(self):
         r = self.run_js("function f(n){ return n === 0 ? 0 : 1 + f(n - 1) } f(200000)")
         self.assertNotEqual(r["javascript"].get("exitCode", 0), 0)
+
+    def test_stack_overflow_is_a_catchable_range_error(self):
+        for code in STACK_SNIPPETS:
+            r = self.run_js(code)
+            self.assertEqual((out(r), r["javascript"].get("exitCode", 0)), (b"caught true\n", 0), code)
 
     def test_floor_above_process_refused(self):
         before = self.d.metrics()["plimsoll_runs_total"]

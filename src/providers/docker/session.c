@@ -140,18 +140,21 @@ static int chan_call(struct plm_session *h, const uint8_t *frame, size_t len, ui
         return 0;
     if (c.state == 1)
         dock_sf_reply_done(rep);
+    /* Each outcome below can be the guest's doing (its code runs as the agent's uid, can write to
+     * the agent's stdout through /proc/1/fd/1 or kill it), so none is `internal`: the session
+     * ends, the call is answered as unanswered (its code may have run) with the session's end. */
     enum plm_session_end why;
     if (c.state != 0) {
         why = PLM_END_BOUNDARY_FAILED;
-        plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                    "the session's agent wrote something other than the reply it owed");
+        plm_err_set(err, EPROTO, PLM_E_ENDED, PLM_REFUSAL_NONE,
+                    "the session's agent wrote something other than the reply it owed; the session ended");
     } else if (r == 0) {
         why = PLM_END_BOUNDARY_FAILED;
         plm_err_set(err, ETIMEDOUT, PLM_E_DEADLINE, PLM_REFUSAL_NONE,
                     "the session's agent did not answer within the call's time and its grace");
     } else {
         why = classify_loss(h);
-        plm_err_set(err, EPIPE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "the session's container %s during the call",
+        plm_err_set(err, EPIPE, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the session's container %s during the call",
                     why == PLM_END_MAIN_PROCESS_ENDED ? "ended" : "stopped answering");
     }
     mark_dead(h, why, err->msg);

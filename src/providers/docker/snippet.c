@@ -125,7 +125,7 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
         dock_bytes_done(&c.s[0].keep);
         dock_bytes_done(&c.s[1].keep);
         if (ended)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+            return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
                                "snippet: the end line carried no exit status (forged by the guest?)");
         return plm_err_wrap(err, "snippet: the container ended without an exit status");
     }

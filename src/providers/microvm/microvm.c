@@ -88,6 +88,8 @@ static int mv_smoke(struct plm_provider *p, struct plm_err *err)
     s->proj->pool = NULL;
     if (mv_prove(s, err) < 0)
         return -1;
+    plm_progress("microvm", "pool", "filling: %u snippet VMs, %u project VMs (in the background)", s->cfg.pool_size,
+                 MV_PROJECT_POOL);
     s->pool = mv_pool_new(s, s->cfg.pool_size, err);
     if (!s->pool)
         return -1;
@@ -95,6 +97,7 @@ static int mv_smoke(struct plm_provider *p, struct plm_err *err)
     if (!s->proj->pool)
         return -1;
     __atomic_store_n(&s->proven, 1, __ATOMIC_RELEASE);
+    plm_progress("microvm", "proof", "all %zu checks passed: tier vm", s->ev.n_checks);
     return 0;
 }
 

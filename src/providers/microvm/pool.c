@@ -21,7 +21,7 @@ struct mv_pool {
     pthread_cond_t cv;
     struct mv_vm ready[MV_MAX_POOL];
     uint32_t n, size;
-    bool stop, started;
+    bool stop, started, announced; /* announced: the first time it was full was logged */
     pthread_t thread;
     char last_error[512];
 };
@@ -69,6 +69,10 @@ static void *refill(void *arg)
             continue;
         }
         p->ready[p->n++] = vm;
+        if (p->n == p->size && !p->announced) {
+            p->announced = true;
+            plm_progress("microvm", "pool", "%s pool full: %u VMs ready", p->s->proj ? "snippet" : "project", p->size);
+        }
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;

@@ -82,7 +82,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
             return -1;
         }
         if (f.hdr.seq != run_seq)
-            return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: guest frame for another request");
+            return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: guest frame for another request");
         switch (f.hdr.type) {
         case MVC_RESULT: {
             const struct qf_result *res = &f.u.result;
@@ -100,7 +100,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
         }
         case MVC_HOST_CALL:
             if (!api || f.u.host_call.call_no != calls + 1)
-                return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
                                    "microvm: host call %s", api ? "out of order" : "without a grant");
             calls++;
             if (answer_host_call(vm, run_seq, &f.u.host_call, api, run_deadline, err) < 0)
@@ -114,11 +114,11 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
                 *ms = (mv_now_ns() - t0) / 1000000;
                 return 0;
             }
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+            return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
                                "microvm: the guest's run process ended without a result (wait status %d)",
                                f.u.died_status);
         default:
-            return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: unexpected guest frame type %u",
+            return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: unexpected guest frame type %u",
                                f.hdr.type);
         }
     }

@@ -415,13 +415,24 @@ static int choose_accel(struct mv_state *s, struct plm_err *err)
     return 0;
 }
 
+/* Reports the checks added to the card since *seen (startup progress, one line each). */
+static void note_checks(const struct mv_state *s, size_t *seen)
+{
+    for (; *seen < s->ev.n_checks; (*seen)++)
+        plm_progress("microvm", "check", "%s: %s", s->ev.checks[*seen].name,
+                     s->ev.checks[*seen].passed ? "passed" : "FAILED");
+}
+
 int mv_prove(struct mv_state *s, struct plm_err *err)
 {
     memset(&s->ev, 0, sizeof s->ev);
     snprintf(s->ev.provider, sizeof s->ev.provider, "microvm");
     s->ev.tier = PLM_TIER_VM;
+    plm_progress("microvm", "accelerator", "choosing (SANDBOX_MICROVM_ACCEL=%s)",
+                 s->cfg.accel == MV_ACCEL_TCG ? "tcg" : s->cfg.accel == MV_ACCEL_KVM ? "kvm" : "auto");
     if (choose_accel(s, err) < 0)
         return -1;
+    plm_progress("microvm", "accelerator", "%s", s->accel_note);
     /* The project state: the accelerator chosen above, its own template, saved while the
      * snippets' template is (two CPUs: the two boots overlap). */
     struct mv_state *ps = s->proj;
@@ -429,6 +440,7 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
     if (s->kvm && mv_state_jail(ps, true, s->jail.gid, err) < 0)
         return -1;
     struct save_job pjob = {.s = ps};
+    plm_progress("microvm", "template", "booting the snippet and project templates to save them");
     bool parallel = pthread_create(&pjob.thread, NULL, save_thread, &pjob) == 0;
     struct plm_err serr = {0};
     save_or_cold(s, &serr);
@@ -436,11 +448,38 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
         pthread_join(pjob.thread, NULL);
     else
         save_or_cold(ps, &pjob.err);
-    if (probes(s, err) < 0 ||
-        snippet(s, "guest.snippet", "console.log(1+1)", "stdout \"2\\n\", exit 0", says_two, err) < 0 ||
-        snippet(s, "guest.memory_bomb_snippet", "let a=[];for(;;)a.push('x'.repeat(1<<24)+a.length)",
-                "ends as a result with a non-zero exit", ended_as_result, err) < 0 ||
-        project_probes(s, err) < 0 || project(s, err) < 0 || python_probe(s, err) < 0)
+    plm_progress("microvm", "template", "snippet template %s, project template %s",
+                 s->template_fd >= 0 ? "saved" : "not saved (cold boots)",
+                 ps->template_fd >= 0 ? "saved" : "not saved (cold boots)");
+    size_t seen = 0;
+    plm_progress("microvm", "proof", "probing a guest (negative probes)");
+    int r = probes(s, err);
+    note_checks(s, &seen);
+    if (r == 0) {
+        plm_progress("microvm", "proof", "running snippets in guests");
+        r = snippet(s, "guest.snippet", "console.log(1+1)", "stdout \"2\\n\", exit 0", says_two, err);
+        note_checks(s, &seen);
+    }
+    if (r == 0) {
+        r = snippet(s, "guest.memory_bomb_snippet", "let a=[];for(;;)a.push('x'.repeat(1<<24)+a.length)",
+                    "ends as a result with a non-zero exit", ended_as_result, err);
+        note_checks(s, &seen);
+    }
+    if (r == 0) {
+        plm_progress("microvm", "proof", "probing a project guest and running a project");
+        r = project_probes(s, err);
+        note_checks(s, &seen);
+    }
+    if (r == 0) {
+        r = project(s, err);
+        note_checks(s, &seen);
+    }
+    if (r == 0) {
+        plm_progress("microvm", "proof", "importing numpy, pandas and matplotlib in a project guest");
+        r = python_probe(s, err);
+        note_checks(s, &seen);
+    }
+    if (r < 0)
         return -1;
 
     char release[128] = "", cpu[128] = "";
@@ -448,6 +487,7 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
     char host_release[128];
     ev_kernel_release(host_release, sizeof host_release);
     CHECK("guest.kernel", "reported by the guest kernel itself", release[0] != 0, "%s (host %s)", release, host_release);
+    note_checks(s, &seen);
     snprintf(s->ev.runtime, sizeof s->ev.runtime, "qemu-microvm/%s", s->kvm ? "kvm" : "tcg");
     snprintf(s->ev.runtime_version, sizeof s->ev.runtime_version, "%s", s->qemu_version);
     snprintf(s->ev.kernel_release, sizeof s->ev.kernel_release, "%s", release);

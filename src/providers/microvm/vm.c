@@ -222,7 +222,7 @@ int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struc
         r->failed = true;
         gio_stream_close(r->gs);
         r->gs = NULL;
-        return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+        return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
                            "microvm: the guest channel's parser sent a malformed frame");
     }
     if (k < 0) {
@@ -232,7 +232,7 @@ int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struc
     }
     r->failed = true;
     if (why == GIO_END_PROTOCOL)
-        return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: the guest broke the channel protocol");
+        return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: the guest broke the channel protocol");
     char said[200];
     qemu_said(vm, said, sizeof said);
     /* QEMU (or the jail before exec) is gone or going: reap it for its status. */

@@ -566,7 +566,7 @@ static int take_result(const struct qf_hdr *h, uint8_t *pl, struct plm_js_result
     struct qf_result res;
     if (qf_result_decode(pl, h->len, &res) < 0) {
         free(pl);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker sent a malformed result");
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs worker sent a malformed result");
     }
     out->exit_code = res.exit_code;
     out->timed_out = res.flags & QF_RES_TIMED_OUT;
@@ -613,8 +613,8 @@ int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *cli
     if (rc != MON_OK) {
         char st[96];
         describe_status(qjs_worker_end(&w), st, sizeof st);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker %s: %s",
-                           rc == MON_VIOLATION ? "broke the protocol" : "died mid-run", st);
+        return plm_err_set(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "quickjs worker %s: %s", rc == MON_VIOLATION ? "broke the protocol" : "died mid-run", st);
     }
     /* The answer is in: the worker has nothing left to do. */
     qjs_pool_discard(p, &w);
@@ -631,14 +631,15 @@ int mon_play(int fd, const char *code, size_t len, const char *client_js, const 
     struct mon_seen seen = {0};
     enum mon_rc rc = expect_ready(fd, &seen);
     if (rc != MON_OK)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker %s before its request",
-                           rc == MON_VIOLATION ? "broke the protocol" : "failed");
+        return plm_err_set(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "quickjs worker %s before its request", rc == MON_VIOLATION ? "broke the protocol" : "failed");
     struct mon_run run = {.fd = fd, .seen = &seen, .seq = next_seq(), .api = api};
     struct qf_hdr h;
     uint8_t *pl = NULL;
     rc = exchange(&run, code, len, client_js, client_len, timeout_ms, now_ms(), &h, &pl);
     if (rc != MON_OK)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker %s",
+        return plm_err_set(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "quickjs worker %s",
                            rc == MON_VIOLATION ? "broke the protocol" : rc == MON_TIMEOUT ? "timed out" : "died mid-run");
     return take_result(&h, pl, out, err);
 }
@@ -781,14 +782,15 @@ int mon_session_run(struct qjs_worker *w, const char *code, size_t len, uint32_t
     if (rc != MON_OK) {
         char st[96];
         describe_status(qjs_worker_end(w), st, sizeof st);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs session worker %s: %s",
-                           rc == MON_VIOLATION ? "broke the protocol" : "died mid-run", st);
+        return plm_err_set(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                           "quickjs session worker %s: %s", rc == MON_VIOLATION ? "broke the protocol" : "died mid-run",
+                           st);
     }
     struct qf_result res;
     if (qf_result_decode(pl, h.len, &res) < 0) {
         free(pl);
         qjs_worker_end(w);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker sent a malformed result");
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs worker sent a malformed result");
     }
     out->exit_code = res.exit_code;
     out->timed_out = res.flags & QF_RES_TIMED_OUT;

@@ -428,7 +428,7 @@ static void test_host_call_without_grant(void)
     const char *code = "console.log('x'); __plimsoll_host_send('GET', '/v1/items/1'); console.log('answered')";
     int rc = mon_run_js(pool, code, strlen(code), "", NULL, 5000, &res, &ms, &err);
     printf("# host call without a grant: %s (%lld ms)\n", err.msg, (long long)(now_ms() - t0));
-    CHECK(rc < 0 && err.kind == PLM_E_INTERNAL && err.refusal == PLM_REFUSAL_NONE);
+    CHECK(rc < 0 && err.kind == PLM_E_UNAVAILABLE && err.refusal == PLM_REFUSAL_NONE);
     CHECK(strstr(err.msg, "broke the protocol") != NULL);
     CHECK(res.out.len == 0 && now_ms() - t0 < 2000);
     /* A transport offered with an over-cap client is refused before any worker is taken. */

@@ -122,21 +122,21 @@ int qjs_protocol_tests(void)
     plm_bytes_done(&res.err);
 
     /* A second READY: refused before the code is sent (the RUN never leaves the monitor). */
-    CHECK(play(FAKE_DOUBLE_READY, &res, &err, &runs) < 0 && err.kind == PLM_E_INTERNAL && runs == 0);
+    CHECK(play(FAKE_DOUBLE_READY, &res, &err, &runs) < 0 && err.kind == PLM_E_UNAVAILABLE && runs == 0);
     CHECK(strstr(err.msg, "broke the protocol") != NULL);
     printf("# second READY: %s\n", err.msg);
 
     /* A RESULT where READY is owed. */
-    CHECK(play(FAKE_RESULT_FIRST, &res, &err, &runs) < 0 && err.kind == PLM_E_INTERNAL && runs == 0);
+    CHECK(play(FAKE_RESULT_FIRST, &res, &err, &runs) < 0 && err.kind == PLM_E_UNAVAILABLE && runs == 0);
 
     /* A second RESULT behind the first: neither is trusted. */
-    CHECK(play(FAKE_DOUBLE_RESULT, &res, &err, &runs) < 0 && err.kind == PLM_E_INTERNAL &&
+    CHECK(play(FAKE_DOUBLE_RESULT, &res, &err, &runs) < 0 && err.kind == PLM_E_UNAVAILABLE &&
           err.refusal == PLM_REFUSAL_NONE && runs == 1);
     CHECK(strstr(err.msg, "broke the protocol") != NULL && res.out.len == 0);
     printf("# second RESULT: %s\n", err.msg);
 
     /* A host call in a run that has no grant. */
-    CHECK(play(FAKE_CALL_NO_GRANT, &res, &err, &runs) < 0 && err.kind == PLM_E_INTERNAL && runs == 1);
+    CHECK(play(FAKE_CALL_NO_GRANT, &res, &err, &runs) < 0 && err.kind == PLM_E_UNAVAILABLE && runs == 1);
     CHECK(strstr(err.msg, "broke the protocol") != NULL);
     printf("# HOST_CALL without a grant: %s\n", err.msg);
     return unit_failed;

@@ -32,6 +32,11 @@
 #include "guest.h"
 
 #define GUEST_JS_STACK (8u * 1024 * 1024)
+/* The run process's real stack (RLIMIT_STACK): twice the engine's limit, as the quickjs worker
+ * has (confine.h). With the kernel's default of 8 MiB, equal to the engine's limit, a deep
+ * recursion or a deeply nested JSON.parse reached the guard page before the engine's check and
+ * the run died of SIGSEGV (exit 139) where the process tier throws a catchable RangeError. */
+#define GUEST_C_STACK (16u * 1024 * 1024)
 #define RUN_UID 65534
 
 static int port = -1;
@@ -108,8 +113,8 @@ static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len
 /* Drops to the run uid: no way back to PID 1's root (no_new_privs, no capabilities). */
 static int drop_privileges(void)
 {
-    struct rlimit core = {0, 0};
-    if (setrlimit(RLIMIT_CORE, &core) < 0 || setgroups(0, NULL) < 0 || setresgid(RUN_UID, RUN_UID, RUN_UID) < 0 ||
+    struct rlimit core = {0, 0}, stack = {GUEST_C_STACK, GUEST_C_STACK};
+    if (setrlimit(RLIMIT_CORE, &core) < 0 || setrlimit(RLIMIT_STACK, &stack) < 0 || setgroups(0, NULL) < 0 || setresgid(RUN_UID, RUN_UID, RUN_UID) < 0 ||
         setresuid(RUN_UID, RUN_UID, RUN_UID) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return -1;
     return 0;
