@@ -300,6 +300,8 @@ void cli_rows_done(struct cli_rows *r);
 /* The shortest decimal that strtod reads back as the same 64 bits (-0 and subnormals kept);
  * NaN as "nan", infinities as "inf" / "-inf". buf needs 32 bytes; returns the length. */
 size_t cli_fmt_double(double x, char buf[32]);
+/* The same as a JSON value: non-finite values as the strings "NaN", "Infinity", "-Infinity". */
+size_t cli_fmt_double_json(double x, char buf[32]);
 /* After a module run: 0 completed, 124 timed out, 1 setup failed or protocol error; other
  * verdicts as cli_exit_status. */
 int cli_exit_status_module(const struct cli_outcome *o, const Plimsoll__V1__ModuleResult *m);

@@ -68,6 +68,17 @@ static void test_doubles(void)
     CHECK_STR(fmt(NAN), "nan");
     CHECK_STR(fmt(INFINITY), "inf");
     CHECK_STR(fmt(-INFINITY), "-inf");
+    char j[32];
+    cli_fmt_double_json(NAN, j);
+    CHECK_STR(j, "\"NaN\"");
+    cli_fmt_double_json(INFINITY, j);
+    CHECK_STR(j, "\"Infinity\"");
+    cli_fmt_double_json(-INFINITY, j);
+    CHECK_STR(j, "\"-Infinity\"");
+    cli_fmt_double_json(-0.0, j);
+    CHECK_STR(j, "-0");
+    cli_fmt_double_json(5e-324, j);
+    CHECK_STR(j, "5e-324");
     double fixed[] = {0.0, -0.0, 5e-324, -5e-324, 0.1 + 0.2, 1.0 / 3.0, 2.2250738585072009e-308,
                       1.7976931348623157e308, 123456789012345680.0, 9007199254740993.0, 1e-300, M_PI};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)

@@ -124,19 +124,6 @@ static void put_csv_row(FILE *f, const Plimsoll__V1__ModuleRowResult *row)
     fputc('\n', f);
 }
 
-static void put_json_double(FILE *f, double x)
-{
-    char b[32];
-    if (isnan(x))
-        fputs("\"NaN\"", f);
-    else if (isinf(x))
-        fputs(x < 0 ? "\"-Infinity\"" : "\"Infinity\"", f);
-    else {
-        cli_fmt_double(x, b);
-        fputs(b, f);
-    }
-}
-
 static const char *outcome_name(int o)
 {
     switch (o) {
@@ -164,7 +151,9 @@ static int put_json_module(FILE *f, const Plimsoll__V1__ModuleResult *m)
         for (size_t i = 0; row && i < row->n_outputs; i++) {
             if (i)
                 fputc(',', f);
-            put_json_double(f, row->outputs[i]);
+            char b[32];
+            cli_fmt_double_json(row->outputs[i], b);
+            fputs(b, f);
         }
         fputs("]}", f);
     }

@@ -61,6 +61,15 @@ size_t cli_fmt_double(double x, char buf[32])
     return (size_t)n;
 }
 
+size_t cli_fmt_double_json(double x, char buf[32])
+{
+    if (isnan(x))
+        return (size_t)snprintf(buf, 32, "\"NaN\"");
+    if (isinf(x))
+        return (size_t)snprintf(buf, 32, x < 0 ? "\"-Infinity\"" : "\"Infinity\"");
+    return cli_fmt_double(x, buf);
+}
+
 void cli_rows_done(struct cli_rows *r)
 {
     free(r->values);
