@@ -29,6 +29,7 @@ e2b_cellscan fuzz_e2b_cellscan
 hostcheck   fuzz_hostcheck
 sessframe   fuzz_docker_sessframe
 cli_input   fuzz_cli_input
+cli_rows    fuzz_cli_rows
 module      fuzz_module
 pyprobe     fuzz_pyprobe
 '

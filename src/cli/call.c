@@ -59,13 +59,19 @@ static void run_request(const struct cli_conn *conn, const Plimsoll__V1__RunRequ
         resp && resp->result_case == PLIMSOLL__V1__RUN_RESPONSE__RESULT_JAVASCRIPT ? resp->javascript : NULL;
     const Plimsoll__V1__ProjectResult *pr =
         resp && resp->result_case == PLIMSOLL__V1__RUN_RESPONSE__RESULT_PROJECT ? resp->project : NULL;
+    const Plimsoll__V1__ModuleResult *mr =
+        resp && resp->result_case == PLIMSOLL__V1__RUN_RESPONSE__RESULT_MODULE ? resp->module : NULL;
+    call->module = call->checked ? mr : NULL;
     call->js = call->checked ? jr : NULL;
     call->project = call->checked ? pr : NULL;
     call->rep.resp = resp;
     call->rep.output_withheld = resp && !call->checked;
-    call->rep.exit_status = req->payload_case == PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_PROJECT
-                                ? cli_exit_status_project(&call->o, pr)
-                                : cli_exit_status(&call->o, jr);
+    if (req->payload_case == PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_PROJECT)
+        call->rep.exit_status = cli_exit_status_project(&call->o, pr);
+    else if (req->payload_case == PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_MODULE)
+        call->rep.exit_status = cli_exit_status_module(&call->o, mr);
+    else
+        call->rep.exit_status = cli_exit_status(&call->o, jr);
 }
 
 int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *grant, const char *floor,
@@ -107,8 +113,27 @@ int cli_run_project(const struct cli_conn *conn, Plimsoll__V1__ProjectRun *proje
     return 0;
 }
 
+int cli_run_module(const struct cli_conn *conn, Plimsoll__V1__ModuleRun *module, const char *floor,
+                   int32_t timeout_ms, struct cli_run_call *call)
+{
+    memset(call, 0, sizeof *call);
+    call->floor = floor ? floor : "";
+    enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
+    if (tier_parse_floor(call->floor, &floor_tier, NULL) < 0)
+        return -1;
+    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
+    req.protocol = CLI_PROTOCOL;
+    req.minimum_isolation = (char *)call->floor;
+    req.timeout_ms = timeout_ms;
+    req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_MODULE;
+    req.module = module;
+    run_request(conn, &req, floor_tier, call);
+    return 0;
+}
+
 void cli_run_call_done(struct cli_run_call *call)
 {
+    call->module = NULL;
     if (call->resp)
         protobuf_c_message_free_unpacked(&call->resp->base, NULL);
     call->resp = NULL;

@@ -217,6 +217,7 @@ struct cli_run_call {
     Plimsoll__V1__RunResponse *resp;            /* owned; NULL when no decoded answer */
     const Plimsoll__V1__JavaScriptResult *js;   /* the result when `checked`, else NULL */
     const Plimsoll__V1__ProjectResult *project; /* the result when `checked`, else NULL */
+    const Plimsoll__V1__ModuleResult *module;   /* the result when `checked`, else NULL */
     bool checked;                               /* verdict ran or evidence mismatch: output vouched for */
     struct cli_run_report rep;                  /* points into this struct: never copy it */
 };
@@ -229,6 +230,9 @@ int cli_run_javascript(const struct cli_conn *conn, const char *code, const char
 /* The same for a project (files, steps, artifacts as the caller built them, not owned). */
 int cli_run_project(const struct cli_conn *conn, Plimsoll__V1__ProjectRun *project, const char *floor,
                     int32_t timeout_ms, struct cli_run_call *call);
+/* The same for a module run (rows as the caller built them, not owned). */
+int cli_run_module(const struct cli_conn *conn, Plimsoll__V1__ModuleRun *module, const char *floor,
+                   int32_t timeout_ms, struct cli_run_call *call);
 void cli_run_call_done(struct cli_run_call *call);
 /* Describe: the decoded answer (free with protobuf_c_message_free_unpacked), or NULL with *o
  * saying why (transport, mismatch or a classified error answer). */
@@ -277,6 +281,31 @@ enum cli_cell_feed cli_cell_feed(struct cli_cell *c, const char *line, size_t le
 char *cli_cell_take(struct cli_cell *c);
 void cli_cell_done(struct cli_cell *c);
 
+/* ---- module_rows.c: `plimsoll module`'s rows file and exact doubles (unit-tested in
+ * cli_module_test.c) ---- */
+
+#define CLI_ROWS_FILE_MAX (64u << 20) /* bytes of a rows file */
+struct cli_rows {
+    size_t n_rows, width;
+    double *values; /* n_rows x width, row after row */
+};
+/* CSV rows: one row per line, values separated by commas (blanks around a value ignored), every
+ * value a plain finite decimal ([+-]digits[.digits][e[+-]digits]); blank lines and lines starting
+ * with '#' skipped; 1..100,000 rows, all of one width 1..64. -1 with "line L, column C: ..." in why
+ * (nothing kept). */
+int cli_rows_parse(const char *buf, size_t len, struct cli_rows *out, char *why, size_t why_n);
+/* Reads path ("-" = standard input; at most CLI_ROWS_FILE_MAX bytes) and parses it. */
+int cli_rows_read_file(const char *path, struct cli_rows *out, char *why, size_t why_n);
+void cli_rows_done(struct cli_rows *r);
+/* The shortest decimal that strtod reads back as the same 64 bits (-0 and subnormals kept);
+ * NaN as "nan", infinities as "inf" / "-inf". buf needs 32 bytes; returns the length. */
+size_t cli_fmt_double(double x, char buf[32]);
+/* The same as a JSON value: non-finite values as the strings "NaN", "Infinity", "-Infinity". */
+size_t cli_fmt_double_json(double x, char buf[32]);
+/* After a module run: 0 completed, 124 timed out, 1 setup failed or protocol error; other
+ * verdicts as cli_exit_status. */
+int cli_exit_status_module(const struct cli_outcome *o, const Plimsoll__V1__ModuleResult *m);
+
 /* ---- subcommands ---- */
 
 /* One row of main.c's command table: `plimsoll NAME ARGS…` calls run(argc, argv) with argv[0] =
@@ -288,6 +317,8 @@ struct cli_command {
     void (*usage)(FILE *f);
 };
 int cli_cmd_project(int argc, char **argv); /* project.c */
+int cli_cmd_module(int argc, char **argv);  /* module.c */
+void cli_usage_module(FILE *f);
 void cli_usage_project(FILE *f);
 int cli_cmd_describe(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);

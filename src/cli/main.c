@@ -18,6 +18,8 @@ static const struct cli_command commands[] = {
     {"run", "run one JavaScript snippet and check the answer's record and tier", cli_cmd_run, cli_usage_run},
     {"project", "run a directory's files with shell steps; bring artifacts back", cli_cmd_project,
      cli_usage_project},
+    {"module", "run rows of parameters through a compiled model; exact doubles back as CSV or JSON",
+     cli_cmd_module, cli_usage_module},
     {"repl", "open a session and run cells in it (JavaScript or Python), checking the chain", cli_cmd_repl,
      cli_usage_repl},
     {"mcp", "serve the Model Context Protocol on stdio for agent hosts", cli_cmd_mcp, cli_usage_mcp},
@@ -42,7 +44,7 @@ void cli_usage_main(FILE *f)
           "--token-file FILE (default: the token in $PLIMSOLL_TOKEN), --json. `plimsoll COMMAND --help`\n"
           "for more.\n"
           "\n"
-          "Exit status of `run` and `project`:\n"
+          "Exit status of `run`, `project` and `module`:\n"
           "  0-198  the guest's exit code after a checked run (124: timed out)\n"
           "  199    checked run whose guest exit code is outside 0-198 (the card shows it)\n"
           "  200    refused before dispatch: no code ran\n"

@@ -79,6 +79,11 @@ void mcp_failure_text(FILE *m, const struct cli_outcome *o, const char *url);
 json_t *mcp_project_tool(void);
 json_t *mcp_run_project(const struct mcp_server *s, json_t *args);
 
+/* mcp_module.c: the run_module tool (listed only when Describe says supportsModule; its
+ * description and model enum name Describe's models). */
+json_t *mcp_module_tool(const Plimsoll__V1__DescribeResponse *d);
+json_t *mcp_run_module(const struct mcp_server *s, json_t *args);
+
 /* mcp_session.c: the tools shaped by Describe, and the session tools. */
 /* Adds the tools the daemon supports (run_project, the session tools, run_python), the grant
  * argument where grants are proven, and the daemon's runtime, limits and tier to descriptions. */

@@ -136,6 +136,8 @@ void mcp_tailor_tools(json_t *list, const Plimsoll__V1__DescribeResponse *d)
     json_t *t;
     if (d->supports_project)
         json_array_append_new(tools, mcp_project_tool());
+    if (d->supports_module)
+        json_array_append_new(tools, mcp_module_tool(d));
     if (d->supports_sessions) {
         json_t *st = session_tools(d);
         json_array_extend(tools, st);

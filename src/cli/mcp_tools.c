@@ -323,6 +323,8 @@ json_t *mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, int
         r = run_javascript(s, args);
     } else if (strcmp(name, "run_project") == 0) {
         r = mcp_run_project(s, args);
+    } else if (strcmp(name, "run_module") == 0) {
+        r = mcp_run_module(s, args);
     } else if (strcmp(name, "describe") == 0) {
         r = describe(s, args);
     } else if (strcmp(name, "open_session") == 0) {
