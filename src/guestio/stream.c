@@ -103,7 +103,8 @@ static int fail(struct gio_stream *s, struct plm_err *err, const char *what)
 {
     reap(s);
     s->state = -1;
-    return plm_err_set(err, EPIPE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guest channel parser %s (wait status %d)", what,
+    /* Guest bytes can crash the parser: its death is the guest's doing as far as we can tell. */
+    return plm_err_set(err, EPIPE, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "guest channel parser %s (wait status %d)", what,
                        s->status);
 }
 
@@ -117,7 +118,7 @@ int gio_stream_next(struct gio_stream *s, int64_t deadline_ms, const uint8_t **p
         return 0;
     }
     if (s->state < 0)
-        return plm_err_set(err, EPIPE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guest channel parser gone");
+        return plm_err_set(err, EPIPE, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "guest channel parser gone");
     for (;;) {
         uint8_t *dst;
         size_t want;

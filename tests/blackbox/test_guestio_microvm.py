@@ -96,7 +96,7 @@ class GuestioMicroVM(unittest.TestCase):
         st, hdrs, data, _ = got["a"]
         body = json.loads(data)
         self.assertNotEqual(st, 200, body)
-        self.assertEqual(body["code"], "internal", body)
+        self.assertEqual(body["code"], "unavailable", body)
         self.assertNotIn("details", body)  # no NotDispatched: code may have run
         self.assertNotIn("plimsoll-not-dispatched", {k.lower() for k in hdrs})
         # The next run: a pooled VM whose helper died while nothing was asked of it gets a fresh one.

@@ -306,7 +306,7 @@ class MicroVM(WireCase):
         st, hdrs, data, _ = got["a"]
         body = json.loads(data)
         self.assertNotEqual(st, 200)
-        self.assertEqual(body["code"], "internal", body)
+        self.assertEqual(body["code"], "unavailable", body)
         self.assertNotIn("details", body)  # no NotDispatched: code may have run
         self.assertNotIn("plimsoll-not-dispatched", {k.lower() for k in hdrs})
         # The daemon serves on. A pool VM caught by the same kill sweep can still fail the first
@@ -317,7 +317,7 @@ class MicroVM(WireCase):
             st, _, data, _ = self.d.call("Run", js("console.log('again')"), token=TOKEN)
             if st == 200:
                 break
-            self.assertEqual(json.loads(data)["code"], "internal")
+            self.assertEqual(json.loads(data)["code"], "unavailable")
         self.assertEqual(st, 200, (data, self.d.lines[-3:]))
         self.assertEqual(out(json.loads(data)), b"again\n")
 
@@ -380,17 +380,15 @@ class MicroVMLifecycle(unittest.TestCase):
             waited = time.monotonic() - t0
             body = json.loads(data)
             self.assertNotEqual(st, 200, body)
-            self.assertEqual(body["code"], "internal", body)
+            self.assertEqual(body["code"], "unavailable", body)
             self.assertNotIn("details", body)  # no NotDispatched: code may have run
             self.assertNotIn("plimsoll-not-dispatched", {k.lower() for k in hdrs})
             # The channel closed under the run (the guest reset after its panic, -no-reboot, and
-            # QEMU exits): the daemon's log holds the detail under the answer's id, "exit 0" or
+            # QEMU exits): the answer's message holds the detail, "exit 0" or
             # "signal 9" depending on whether QEMU had exited before the daemon reaped it. No
             # hang: the answer came before the run's own 20 s deadline (a deadline would have
             # been a timedOut result, not an error).
-            incident = body.get("message", "").split()[2].rstrip(";")
-            self.assertTrue(settle(lambda: any(incident in line and "went away (" in line for line in d.lines), 5),
-                            [line for line in d.lines if incident in line])
+            self.assertIn("went away (", body.get("message", ""), body)
             self.assertLess(waited, 20, waited)
             # The VM that panicked is gone (reaped); the pools refill; the daemon serves on.
             self.assertTrue(settle(lambda: len(before - set(qemus(pid))) == 1 and len(qemus(pid)) == 3, 60),

@@ -201,7 +201,7 @@ int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struc
 {
     struct mv_reader *r = &vm->rd;
     if (r->failed)
-        return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: the guest channel is closed");
+        return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: the guest channel is closed");
     if (!r->gs) {
         int fd = vm->chan >= 0 ? fcntl(vm->chan, F_DUPFD_CLOEXEC, 0) : -1;
         if (fd < 0)
@@ -243,7 +243,8 @@ int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struc
             ;
         vm->pid = -1;
     }
-    return plm_err_set(err, EPIPE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: the VM went away (%s %d)%s%s",
+    /* A guest can power off or panic its own VM: the sandbox went away, the code may have run. */
+    return plm_err_set(err, EPIPE, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: the VM went away (%s %d)%s%s",
                        WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
                        said[0] ? ": " : "", said);
 }

@@ -613,8 +613,10 @@ int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *cli
     if (rc != MON_OK) {
         char st[96];
         describe_status(qjs_worker_end(&w), st, sizeof st);
-        return plm_err_set(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "quickjs worker %s: %s", rc == MON_VIOLATION ? "broke the protocol" : "died mid-run", st);
+        /* A worker that died mid-run may have been ended by its own guest (an engine fault) as well
+         * as from outside: the sandbox went away, the code may have run (docs/privsep.md). */
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs worker %s: %s",
+                           rc == MON_VIOLATION ? "broke the protocol" : "died mid-run", st);
     }
     /* The answer is in: the worker has nothing left to do. */
     qjs_pool_discard(p, &w);
@@ -782,9 +784,8 @@ int mon_session_run(struct qjs_worker *w, const char *code, size_t len, uint32_t
     if (rc != MON_OK) {
         char st[96];
         describe_status(qjs_worker_end(w), st, sizeof st);
-        return plm_err_set(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "quickjs session worker %s: %s", rc == MON_VIOLATION ? "broke the protocol" : "died mid-run",
-                           st);
+        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs session worker %s: %s",
+                           rc == MON_VIOLATION ? "broke the protocol" : "died mid-run", st);
     }
     struct qf_result res;
     if (qf_result_decode(pl, h.len, &res) < 0) {
