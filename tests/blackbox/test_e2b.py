@@ -147,7 +147,7 @@ class E2BCase(WireCase):
 
 class SnippetE2B(E2BCase):
     def test_describe_states_vm_and_the_endpoints(self):
-        st, _, data, _ = self.d.call("Describe", {"protocol": 3})
+        st, _, data, _ = self.d.call("Describe", {})
         body = json.loads(data)
         self.assertEqual(st, 200, body)
         self.assertEqual(body["sandbox"], "e2b")
@@ -593,7 +593,7 @@ class GrantsE2B(E2BCase):
         return st, json.loads(data)
 
     def test_describe_claims_grants(self):
-        st, _, data, _ = self.d.call("Describe", {"protocol": 3}, token=self.caller)
+        st, _, data, _ = self.d.call("Describe", {}, token=self.caller)
         body = json.loads(data)
         self.assertTrue(body.get("supportsJavascriptGrants"), body)
         self.assertIn(GUARD_HOST, json.dumps(body["evidence"]))

@@ -49,7 +49,7 @@ class SessionsE2B(E2BSessionCase):
     def test_startup_smoke_and_describe(self):
         # §7: the startup session smoke test ran on a real (double) sandbox, both languages
         self.assertEqual(len(self.d.events("session_smoke_passed")), 1)
-        st, _, data, _ = self.d.call("Describe", {"protocol": 3})
+        st, _, data, _ = self.d.call("Describe", {})
         desc = json.loads(data)
         self.assertTrue(desc["supportsSessions"])
         self.assertEqual(desc["sessionLifetimeMs"], 30 * 60 * 1000)
@@ -445,8 +445,9 @@ class NoPythonE2B(WireCase):
 
     def test_python_cells_are_refused(self):
         from test_e2b import Double
-        # outside /tmp and /home, which the double's guests see replaced by the sandbox's own
-        bindir = tempfile.mkdtemp(prefix="nopython-bin-", dir=os.path.dirname(os.path.abspath(DAEMON)))
+        # outside /tmp and /home, which the double's guests see replaced by the sandbox's own (so
+        # not beside the daemon either: a checkout may live under /tmp)
+        bindir = tempfile.mkdtemp(prefix="plimsoll-nopython-bin-", dir="/var/tmp")
         dbl = None
         saved = os.environ["PATH"]
         try:
@@ -463,7 +464,7 @@ class NoPythonE2B(WireCase):
                 os.environ["PATH"] = saved
             env = dict(dbl.env(), PLIMSOLL_INSECURE="1", SANDBOX_RATE_PER_MIN="0", **SESSION_ENV)
             with Daemon(env, timeout=120) as d:
-                st, _, data, _ = d.call("Describe", {"protocol": 3})
+                st, _, data, _ = d.call("Describe", {})
                 desc = json.loads(data)
                 self.assertEqual(desc["sessionEnvironment"]["languages"], ["javascript"])
                 self.assertIn("python3: absent", json.dumps(desc["evidence"]))
