@@ -84,12 +84,18 @@ static enum gate_next send_answer(struct gate_req *rq, struct req *r, unsigned s
     return GATE_ANSWER;
 }
 
-static enum gate_next send_text(struct gate_req *rq, struct req *r, unsigned status, const char *text)
+/* Adds the headers every plain-text answer carries to one already begun in rq->resp. */
+static enum gate_next send_text_headers(struct gate_req *rq, struct req *r)
 {
-    gate_resp_text(&rq->resp, status, text);
     if (r->request_id[0])
         gate_resp_header(&rq->resp, "Plimsoll-Request-Id", r->request_id);
     return GATE_ANSWER;
+}
+
+static enum gate_next send_text(struct gate_req *rq, struct req *r, unsigned status, const char *text)
+{
+    gate_resp_text(&rq->resp, status, text);
+    return send_text_headers(rq, r);
 }
 
 /* A Connect error written before any procedure handler ran. */
@@ -239,15 +245,20 @@ static enum gate_next rpc_on_head(void *cls, struct gate_req *rq)
     if (host)
         return refuse_host(rq, r, host);
     r->route = s->cfg.ui && ui_route(rq->path) ? R_UI : route_of(rq->path);
-    /* Only procedures read a body, and only with a decode slot: the paths answered on a worker
-     * refuse one at once (its bytes are dropped, never buffered); the others answer on the head. */
-    if (rq->content_length && (r->route == R_UI || r->route == R_READYZ))
-        return send_text(rq, r, 400, "this path takes no request body\n");
+    if (r->route == R_UI || r->route == R_HEALTHZ || r->route == R_READYZ) {
+        if (strcmp(rq->method, "GET") && strcmp(rq->method, "HEAD")) {
+            gate_resp_text(&rq->resp, 405, "method not allowed: GET and HEAD only\n");
+            gate_resp_header(&rq->resp, "Allow", "GET, HEAD");
+            return send_text_headers(rq, r);
+        }
+        /* Only procedures read a body, and only with a decode slot: the paths answered on a
+         * worker refuse one at once (its bytes are dropped, never buffered). */
+        if (rq->content_length && r->route != R_HEALTHZ)
+            return send_text(rq, r, 400, "this path takes no request body\n");
+    }
     if (r->route == R_UI)
         return GATE_WORK; /* PLIMSOLL_UI=1: the read-only page answers in full (ui_http.c) */
     if (r->route == R_HEALTHZ || r->route == R_READYZ) {
-        if (strcmp(rq->method, "GET") && strcmp(rq->method, "HEAD"))
-            return send_text(rq, r, 405, "method not allowed\n");
         if (r->route == R_HEALTHZ)
             return send_text(rq, r, 200, "ok\n");
         return GATE_WORK; /* the provider's preflight may wait */
