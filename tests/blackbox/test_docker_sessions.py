@@ -458,13 +458,15 @@ class DockerSessionsBase(_Prereq):
 
     def test_expiry_and_unclaimed_close_remove_the_container(self):  # items 11, 40 on docker
         d = Daemon(dict(BASE, PLIMSOLL_INSECURE="1", SANDBOX_DOCKER_RUNTIME=self.RUNTIME, SANDBOX_MAX_SESSIONS="3",
-                        SANDBOX_SESSION_LIFETIME="4s", SANDBOX_SESSION_IDLE="2s"), timeout=240)
+                        SANDBOX_SESSION_LIFETIME="6s", SANDBOX_SESSION_IDLE="3s"), timeout=240)
         pid = str(d.proc.pid)
         try:
             claimed, unclaimed = Client(self, d), Client(self, d)
+            # Claimed at once: opening the second session first took over the idle timeout on a
+            # loaded machine (runsc), and the first then ended unclaimed before its cell.
             claimed.open(languages=["python"])
-            unclaimed.open(languages=["python"])
             claimed.cell("1", language="python")
+            unclaimed.open(languages=["python"])
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and [x for x in session_containers()
                                                    if x["Labels"].get(SESSION_LABEL) == pid]:
