@@ -175,9 +175,9 @@ int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, siz
         ssize_t k = writev(vm->chan, v, n);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k < 0)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: write to the guest: %s",
-                               strerror(errno));
+        if (k < 0) /* the peer gone (EPIPE, ECONNRESET) is a VM that went away: the guest can do that */
+            return plm_err_set(err, errno, errno == EPIPE || errno == ECONNRESET ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL,
+                               PLM_REFUSAL_NONE, "microvm: write to the guest: %s", strerror(errno));
         size_t left = (size_t)k;
         while (n > 0 && left >= v->iov_len) {
             left -= v->iov_len;
