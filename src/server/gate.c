@@ -274,9 +274,11 @@ static void on_done(struct gate *g)
     struct handoff in[64];
     if (n_in > 64)
         n_in = 64; /* the rest on the next turn: the eventfd is written again below */
-    memcpy(in, g->inbox, n_in * sizeof *in);
-    memmove(g->inbox, g->inbox + n_in, (g->inbox_n - n_in) * sizeof *in);
-    g->inbox_n -= n_in;
+    if (n_in) { /* the inbox is NULL until the first hand-off: no memcpy from NULL (UBSan) */
+        memcpy(in, g->inbox, n_in * sizeof *in);
+        memmove(g->inbox, g->inbox + n_in, (g->inbox_n - n_in) * sizeof *in);
+        g->inbox_n -= n_in;
+    }
     bool more = g->inbox_n > 0;
     pthread_mutex_unlock(&g->done_mu);
     if (more) {
