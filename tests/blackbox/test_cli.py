@@ -95,11 +95,17 @@ class Quickjs(unittest.TestCase):
         self.assertEqual(self.up.seen[n0]["headers"].get("Authorization"), "Bearer " + UP_TOKEN)
         self.assertNotIn(UP_TOKEN, r.stdout + r.stderr)
         # an unknown profile is the daemon's refusal: nothing ran
+        m = self.runs()
         r = self.c("run", "--grant", "nope", "-e", "1")
         self.assertEqual(r.returncode, 200, r.stderr)
         self.assertIn("refused before dispatch: permission", r.stderr)
-        # a malformed name never leaves the client
+        # a malformed name never leaves the client (counted once the refusal's own audit line is in:
+        # the daemon's log is read in the background)
+        deadline = time.monotonic() + 10
+        while self.runs() == m and time.monotonic() < deadline:
+            time.sleep(0.05)
         n = self.runs()
+        self.assertEqual(n, m + 1)
         for bad in ("", "a b", "x" * 129, "a/b"):
             r = self.c("run", "--grant", bad, "-e", "1")
             self.assertEqual(r.returncode, 204, (bad, r.stderr))
