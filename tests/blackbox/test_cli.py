@@ -79,6 +79,15 @@ class Quickjs(unittest.TestCase):
     def runs(self):
         return len(self.d.events("run"))
 
+    def settled_runs(self):
+        """The run count once no audit line has arrived for 0.3 s (the log is read in the background)."""
+        n, since = self.runs(), time.monotonic()
+        while time.monotonic() - since < 0.3:
+            time.sleep(0.05)
+            if self.runs() != n:
+                n, since = self.runs(), time.monotonic()
+        return n
+
     def project_dir(self):
         p = tempfile.mkdtemp(dir=self.tmp)
         with open(os.path.join(p, "main.js"), "w") as f:
@@ -95,7 +104,7 @@ class Quickjs(unittest.TestCase):
         self.assertEqual(self.up.seen[n0]["headers"].get("Authorization"), "Bearer " + UP_TOKEN)
         self.assertNotIn(UP_TOKEN, r.stdout + r.stderr)
         # an unknown profile is the daemon's refusal: nothing ran
-        m = self.runs()
+        m = self.settled_runs()
         r = self.c("run", "--grant", "nope", "-e", "1")
         self.assertEqual(r.returncode, 200, r.stderr)
         self.assertIn("refused before dispatch: permission", r.stderr)
@@ -117,7 +126,7 @@ class Quickjs(unittest.TestCase):
     # ---- project: local checks, nothing sent ----
     def test_project_local_refusals_send_nothing(self):
         p = self.project_dir()
-        n = self.runs()
+        n = self.settled_runs()
         cases = [
             (["project", p], "no --step"),
             (["project", "--step", "ls"], "no DIR"),
