@@ -72,6 +72,17 @@ class Daemon:
                 out.append(obj)
         return out
 
+    def settled_count(self, name, quiet=0.3):
+        """How many `name` events there are once none has arrived for `quiet` seconds: a count taken
+        as a baseline must not miss a line of an earlier call that is still on its way."""
+        n, since = len(self.events(name)), time.monotonic()
+        while time.monotonic() - since < quiet:
+            time.sleep(0.05)
+            m = len(self.events(name))
+            if m != n:
+                n, since = m, time.monotonic()
+        return n
+
     def wait_events(self, name, pred=lambda e: True, n=1, timeout=5):
         """The matching events once there are at least n: the audit line of a run may follow its
         answer by a moment, since stderr is read on a thread. Returns what there is at the timeout."""

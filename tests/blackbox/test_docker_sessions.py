@@ -384,7 +384,7 @@ class DockerSessionsBase(_Prereq):
         c = Client(self, self.d, "alice-tok")
         c.open(languages=["python"])
         c.cell("x = 1", language="python")
-        n_internal = len(self.d.events("internal_error"))
+        n_internal = self.d.settled_count("internal_error")
         code = "import os\nfd = os.open('/proc/1/fd/1', os.O_WRONLY)\nos.write(fd, b'x')\nos.close(fd)"
         msg = {"protocol": 3, "sessionId": c.id, "cell": {"language": "python", "code": code}}
         st, _, data, rid = self.d.call("SessionRun", msg, token="alice-tok")

@@ -339,6 +339,7 @@ class McpSessions(unittest.TestCase):
     def test_session_keeps_state_and_is_closed_at_eof(self):
         h = self.host()
         opened = self.d.events("session_opened")
+        closed_before = self.d.settled_count("session_closed")
         r = h.call("open_session", {})
         self.assertIs(r["isError"], False, r)
         self.assertEqual(r["structuredContent"]["session"], "s1")
@@ -366,11 +367,12 @@ class McpSessions(unittest.TestCase):
         self.assertIs(r["isError"], False, r)
         self.assertIn("3 calls", texts(r)[0])
         self.assertIs(h.call("run_cell", {"session": "s1", "code": "1"})["isError"], True)
-        n_closed = len(self.d.events("session_closed"))
+        # the daemon's stderr is read on a thread: s1's audit line is waited for, not assumed
+        self.assertEqual(len(self.d.wait_events("session_closed", n=closed_before + 1)), closed_before + 1)
         rc, err = h.close()  # s3 is still open: closed by the server at end of input
         self.assertEqual(rc, 0, err)
-        self.assertEqual(len(self.d.wait_events("session_closed", n=n_closed + 1)), n_closed + 1)
-        self.assertEqual(len(self.d.events("session_opened")), len(opened) + 2)
+        self.assertEqual(len(self.d.wait_events("session_closed", n=closed_before + 2)), closed_before + 2)
+        self.assertEqual(len(self.d.wait_events("session_opened", n=len(opened) + 2)), len(opened) + 2)
 
     def test_grant_argument_checked(self):
         h = self.host()

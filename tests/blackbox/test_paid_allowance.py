@@ -64,7 +64,7 @@ class PaidE2B(WireCase):
         return ans, json.loads(ans[2])
 
     def test_runs_reserve_their_timeout_and_are_charged_their_time(self):
-        n0 = len(self.d.events("run"))
+        n0 = self.d.settled_count("run")
         ans, body = self.run_js(ALICE, 5000)  # reserves 5 s + the 30 s teardown bound: fits in 100
         self.assertEqual(ans[0], 200, body)
         self.assertEqual(base64.b64decode(body["javascript"]["stdout"]), b"42\n")
@@ -107,7 +107,7 @@ class PaidE2B(WireCase):
         m = self.d.metrics(token=ALICE)
         self.assertGreaterEqual(m['plimsoll_shed_total{reason="paid_daemon"}'], 1)
         # closing it charges the seconds it ran and gives the rest back: the run fits again
-        n0 = len(self.d.events("session_ended"))
+        n0 = self.d.settled_count("session_ended")
         st, _, data, _ = self.d.call("CloseSession", {"protocol": 3, "sessionId": sid}, token=BOB)
         self.assertEqual(st, 200, data)
         ended = self.d.wait_events("session_ended", n=n0 + 1)[-1]
