@@ -15,11 +15,13 @@ bool plm_step_names_python(const char *step);
 /* True for a project request with at least one such step. */
 bool plm_project_is_python(const struct plm_request *r);
 
-/* The startup proof's step (issue 20): the imports every Python claim rests on, then one line
- * naming the versions. Run as a project step in the tier's real sandbox. */
-#define PLM_PY_PROBE_STEP                                                                              \
-    "python3 -c 'import sys, numpy, pandas, matplotlib; print(\"plimsoll-python\", sys.version.split()[0], " \
-    "numpy.__version__, pandas.__version__, matplotlib.__version__)'"
+/* The startup proof (issue 20): the imports every Python claim rests on, then one line naming the
+ * versions. Run as a project step in the tier's real sandbox, and as a session's Python cell in a
+ * real session sandbox where sessions list python. */
+#define PLM_PY_PROBE_CODE                                                                              \
+    "import sys, numpy, pandas, matplotlib; print(\"plimsoll-python\", sys.version.split()[0], "           \
+    "numpy.__version__, pandas.__version__, matplotlib.__version__)"
+#define PLM_PY_PROBE_STEP "python3 -c '" PLM_PY_PROBE_CODE "'"
 
 /* Judges the probe step's result (guest bytes): true only for exit 0 and one line
  * "plimsoll-python V V V V" of short version words. observed gets what the card shows: the

@@ -21,6 +21,7 @@ from test_sessions import Client, out  # noqa: E402
 SESSION_IMAGE = os.environ.get("PLIMSOLL_TEST_SESSION_IMAGE", "plimsoll/session:latest")
 
 STRIPPED = "plimsoll-test/project-no-numpy:py%d" % os.getpid()
+STRIPPED_SESSION = "plimsoll-test/session-no-numpy:py%d" % os.getpid()
 
 
 def b64(s):
@@ -68,10 +69,10 @@ class B_Runsc(PythonChecks, DockerCase):
     ENV = {"SANDBOX_DOCKER_RUNTIME": "runsc"}
 
 
-def make_stripped():
-    """The project image with NumPy deleted: a container of it removes the package, and the
-    container is committed as a new image (the Engine API's commit; the test removes both)."""
-    cfg = {"Image": PROJECT_IMAGE, "Cmd": ["/bin/sh", "-c", "rm -rf /usr/lib/python3/dist-packages/numpy"],
+def make_stripped(base=PROJECT_IMAGE, name=STRIPPED):
+    """The image with NumPy deleted: a container of it removes the package, and the container is
+    committed as a new image (the Engine API's commit; the test removes both)."""
+    cfg = {"Image": base, "Cmd": ["/bin/sh", "-c", "rm -rf /usr/lib/python3/dist-packages/numpy"],
            "User": "0", "NetworkDisabled": True, "HostConfig": {"NetworkMode": "none"}}
     st, body = engine("POST", "/containers/create", json.dumps(cfg).encode(), {"Content-Type": "application/json"})
     assert st == 201, body
@@ -81,7 +82,7 @@ def make_stripped():
         assert st == 204, body
         st, body = engine("POST", "/containers/%s/wait" % cid, timeout=120)
         assert st == 200 and json.loads(body)["StatusCode"] == 0, body
-        repo, _, tag = STRIPPED.rpartition(":")
+        repo, _, tag = name.rpartition(":")
         q = urllib.parse.urlencode({"container": cid, "repo": repo, "tag": tag})
         st, body = engine("POST", "/commit?" + q)
         assert st == 201, body
@@ -139,6 +140,15 @@ class D_Session(DockerCase):
     ENV = {"SANDBOX_DOCKER_SESSION_IMAGE": SESSION_IMAGE, "SANDBOX_MAX_SESSIONS": "2",
            "SANDBOX_SESSION_DISK_MB": "16"}
 
+    def test_session_python_proven(self):
+        st, _, data, _ = self.d.call("Describe", {})
+        d = json.loads(data)
+        self.assertEqual(d["sessionEnvironment"]["languages"], ["javascript", "python"])
+        checks = {c["name"]: c for c in d["evidence"]["checks"]}
+        self.assertTrue(checks["session.python"]["passed"])
+        self.assertRegex(checks["session.python"]["observed"],
+                         r"^Python 3\.\d+\.\d+, numpy \S+, pandas \S+, matplotlib \S+$")
+
     def test_pandas_cells_keep_state(self):
         c = Client(self, self.d)
         c.open(languages=["python"])
@@ -152,6 +162,49 @@ class D_Session(DockerCase):
         self.assertEqual(out(r), "'agg'\n")
         r = c.cell("open('p.png', 'rb').read(8) == b'\\x89PNG\\r\\n\\x1a\\n'", language="python")
         self.assertEqual(out(r), "True\n")
+        c.close()
+
+
+class E_StrippedSession(DockerCase):
+    """A session image without NumPy: sessions still open and run JavaScript, but the card says
+    session python is absent, Describe's session languages leave python out, and a Python cell
+    is refused unsupported before it reaches the container."""
+
+    @classmethod
+    def setUpClass(cls):
+        make_stripped(SESSION_IMAGE, STRIPPED_SESSION)
+        cls.ENV = {"SANDBOX_DOCKER_SESSION_IMAGE": STRIPPED_SESSION, "SANDBOX_MAX_SESSIONS": "2"}
+        try:
+            super().setUpClass()
+        except BaseException:
+            engine("DELETE", "/images/%s?force=1" % urllib.parse.quote(STRIPPED_SESSION, safe=""))
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            st, _ = engine("DELETE", "/images/%s?force=1" % urllib.parse.quote(STRIPPED_SESSION, safe=""))
+            assert st in (200, 404), st
+
+    def test_python_absent_cells_refused(self):
+        st, _, data, _ = self.d.call("Describe", {})
+        d = json.loads(data)
+        self.assertEqual(d["sessionEnvironment"]["languages"], ["javascript"])
+        self.assertIn("python", d["projectEnvironment"]["languages"])  # the project image is whole
+        lines = [x for x in d["evidence"]["confinement"] if x.startswith("session python: ")]
+        self.assertEqual(len(lines), 1, d["evidence"]["confinement"])
+        self.assertTrue(lines[0].startswith("session python: absent: exit 1: "), lines[0])
+        self.assertIn("numpy", lines[0])
+        c = Client(self, self.d)
+        c.open()
+        self.assertEqual(out(c.cell("console.log(6 * 7)")), "42\n")
+        body = self.assertRefused(self.d.call("SessionRun", {"protocol": 3, "sessionId": c.id,
+                                                             "cell": {"language": "python", "code": "print(1)"}}),
+                                  "unimplemented", "unsupported")
+        self.assertIn("nothing ran", body["message"])
+        self.assertEqual(out(c.cell("console.log(7 * 6)")), "42\n")  # the session goes on
         c.close()
 
 

@@ -227,6 +227,7 @@ struct dock_state {
     char hs_base[96];          /* where granted runs make their socket directory (smoke.c) */
     atomic_bool grants_proven; /* a container reached a mounted socket at startup (smoke.c) */
     atomic_bool python_proven; /* the project image imported numpy, pandas, matplotlib (pyproof.c) */
+    atomic_bool session_python_proven; /* a session container's Python cell imported them too */
 
     /* refreshed by preflight */
     pthread_mutex_t mu; /* guards pf_ok_ms, pf_err, the removal queue, stop */
@@ -380,11 +381,20 @@ int dock_readback_check(const struct dock_engine *e, const char *id, const json_
                         struct plm_err *err);
 /* Removes session containers (DOCK_LABEL_SESSION) whose daemon pid no longer runs here. */
 void dock_session_sweep(struct dock_state *s);
+/* One cell of lang in a fresh session container, removed after: for the startup proofs only
+ * (it bypasses the proven gate). 0 with the cell's result in *out (caller frees its bytes). */
+int dock_session_probe_cell(struct dock_state *s, const char *lang, const char *code, uint32_t timeout_ms,
+                            struct plm_step_result *out, struct plm_err *err);
 /* ---- pyproof.c: Python in the project image (docs/python.md) ------------------------------------ */
 /* Runs PLM_PY_PROBE_STEP as a project in the real sandbox; a pass sets python_proven and adds the
  * check project.python with the versions, an absence adds the card line "python: absent: why"
  * (not a failed check: node and shell projects still run). -1 only when the card is full. */
 int dock_python_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err);
+/* The same imports as a Python cell in a fresh session container (sessions configured only): a
+ * pass sets session_python_proven (Describe's session languages list python) and adds the check
+ * session.python; an absence adds "session python: absent: why" and Python cells are refused
+ * unsupported. -1 only when the card is full. */
+int dock_session_python_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err);
 
 /* The session pool's filler thread: started once the provider is proven, stopped (and every
  * parked session container removed) by dock_session_pool_stop. */

@@ -38,3 +38,24 @@ int dock_python_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
     return 0;
 }
+
+int dock_session_python_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err)
+{
+    struct plm_step_result st = {0};
+    struct plm_err e = {0};
+    char obs[160];
+    bool ok = false;
+    if (dock_session_probe_cell(s, "python", PLM_PY_PROBE_CODE, PY_PROOF_MS, &st, &e) < 0)
+        snprintf(obs, sizeof obs, "absent: the probe session failed: %.120s", e.msg);
+    else
+        ok = plm_py_probe_judge(&st, obs, sizeof obs);
+    plm_bytes_done(&st.out);
+    plm_bytes_done(&st.err);
+    int r = ok ? ev_add_check(ev, "session.python", "a session's Python cell imports numpy, pandas, matplotlib", true,
+                              "%s", obs)
+               : ev_add_confinement(ev, "session python: %.120s", obs);
+    if (r < 0)
+        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+    atomic_store(&s->session_python_proven, ok);
+    return 0;
+}

@@ -57,8 +57,11 @@ void dock_session_env(struct plm_provider *p, struct plm_payload_env *e)
     }
     e->default_timeout_ms = DOCK_PROJECT_DEFAULT_MS;
     e->max_timeout_ms = DOCK_PROJECT_MAX_MS;
+    /* python only where a session container's Python cell imported the data libraries (pyproof.c) */
+    size_t n = 0;
     for (size_t i = 0; session_languages[i]; i++)
-        e->languages[i] = session_languages[i];
+        if (strcmp(session_languages[i], "python") != 0 || atomic_load(&s->session_python_proven))
+            e->languages[n++] = session_languages[i];
 }
 
 /* ---- the channel -------------------------------------------------------------------------------- */
@@ -411,9 +414,8 @@ void dock_session_pool_stop(struct dock_state *s)
     s->n_spool = 0;
 }
 
-int dock_session_close(struct plm_provider *p, struct plm_session *h, struct plm_err *err)
+static int session_remove(struct dock_state *s, struct plm_session *h, struct plm_err *err)
 {
-    struct dock_state *s = state_of(p);
     if (!h)
         return 0;
     bool removed = true;
@@ -425,6 +427,11 @@ int dock_session_close(struct plm_provider *p, struct plm_session *h, struct plm
     }
     session_free(s, h); /* what is left goes to the reapers */
     return removed ? 0 : plm_err_wrap(err, "closing the session's container");
+}
+
+int dock_session_close(struct plm_provider *p, struct plm_session *h, struct plm_err *err)
+{
+    return session_remove(state_of(p), h, err);
 }
 
 /* docker pause: the interpreters keep their state and memory (so the daemon keeps the slot). */
@@ -508,6 +515,10 @@ int dock_session_run_cell(struct plm_provider *p, struct plm_session *h, const s
     const char *lang = req->cell.language;
     if (!lang || (strcmp(lang, "python") != 0 && strcmp(lang, "javascript") != 0))
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "cell language must be javascript or python");
+    if (!strcmp(lang, "python") && !atomic_load(&s->session_python_proven))
+        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                           "a Python cell, and the startup proof found no python3 with numpy, pandas and matplotlib "
+                           "in the session image (see the evidence card); nothing ran");
     size_t len = req->cell.code ? strnlen(req->cell.code, LIM_CODE_MAX + 1) : 0;
     if (len > LIM_CODE_MAX)
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be at most %u bytes", LIM_CODE_MAX);
@@ -581,4 +592,44 @@ void dock_session_sweep(struct dock_state *s)
             dock_container_remove(&s->eng, id, 1, &e);
     }
     json_decref(list);
+}
+
+/* ---- the startup probe ---------------------------------------------------------------------------- */
+
+/* One cell in a fresh session container, then the container is removed: the startup proofs'
+ * way into the sandbox a session really gets. It runs before the provider is proven, so it
+ * bypasses gate() (which refuses until then) and the pool. The reply's bytes move into *out. */
+int dock_session_probe_cell(struct dock_state *s, const char *lang, const char *code, uint32_t timeout_ms,
+                            struct plm_step_result *out, struct plm_err *err)
+{
+    const char *langs[] = {lang, NULL};
+    struct plm_session *h = NULL;
+    if (session_start(s, 0, langs, dock_unix_ms() / 1000 + timeout_ms / 1000 + LABEL_SLACK_S, &h, err) < 0)
+        return -1;
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    struct dock_sf_reply rep = {0};
+    bool sent = false;
+    enum plm_session_end ended = PLM_END_NONE;
+    int r = dock_sf_request(h->next_id, "cell", lang, code, NULL, 0, timeout_ms, LIM_OUTPUT_MAX, &frame, &len);
+    if (r < 0)
+        r = plm_fail(err, 0, PLM_E_INTERNAL, "the probe cell could not be encoded");
+    else
+        r = chan_call(h, frame, len, h->next_id, dock_mono_ms() + timeout_ms + CALL_SLACK_MS, &rep, &sent, &ended,
+                      err);
+    free(frame);
+    if (r == 0) {
+        *out = (struct plm_step_result){.out = rep.out, .err = rep.err, .exit_code = rep.exit_code,
+                                        .timed_out = rep.timed_out};
+        rep.out = rep.err = (struct plm_bytes){0}; /* moved */
+        dock_sf_reply_done(&rep);
+    }
+    struct plm_err cerr = {0};
+    if (session_remove(s, h, &cerr) < 0 && r == 0) {
+        plm_bytes_done(&out->out);
+        plm_bytes_done(&out->err);
+        *err = cerr;
+        return -1;
+    }
+    return r;
 }

@@ -649,7 +649,8 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
                      "snippet %.19s, project %.19s", s->id[DOCK_SNIPPET], s->id[DOCK_PROJECT]) < 0)
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
     if (run_probe(s, ev, err) < 0 || run_snippet(s, ev, err) < 0 || run_project(s, ev, err) < 0 ||
-        dock_python_proof(s, ev, err) < 0 || run_grants(s, ev, err) < 0 || (s->ref[DOCK_MODULE][0] && dock_module_proof(s, ev, err) < 0))
+        dock_python_proof(s, ev, err) < 0 || (s->ref[DOCK_SESSION][0] && dock_session_python_proof(s, ev, err) < 0) ||
+        run_grants(s, ev, err) < 0 || (s->ref[DOCK_MODULE][0] && dock_module_proof(s, ev, err) < 0))
         return plm_err_wrap(err, "startup proof");
     if (dock_lockdown_lines(&s->lock, s->seccomp_desc, ev) < 0 ||
         dock_posture_lines(&s->posture, s->runtime, ev->runtime_version, s->seccomp_sha256, ev) < 0 ||
