@@ -98,6 +98,9 @@ rm -f "$asan_done"
     echo $st >"$asan_done"
 ) &
 asan_pid=$!
+# The house's figures (scripts/house.sh, issue 25): measured beside the lanes, printed at the end.
+scripts/house.sh "$BUILD" >"$logs/check-house.txt" 2>&1 &
+house_pid=$!
 declare -A pids
 start_lane() { # $1 = lane name, rest = lane arguments; output to $logs/check-<name>.txt
     local name=$1
@@ -138,6 +141,10 @@ done
 if [ -x scripts/fuzz-short.sh ]; then
     if grep -q '^fuzz: OK$' "$logs/check-free.txt"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 fi
+
+wait "$house_pid" || true
+echo "== house (figures, not a verdict) =="
+cat "$logs/check-house.txt"
 
 wall=$(($(date +%s) - t0))
 echo "${passed} passed, ${failed} failed"

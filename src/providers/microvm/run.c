@@ -260,7 +260,17 @@ int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_reques
     }
     /* The VM launched and took the plan: anything but a valid report is a protocol error. */
     if (r < 0 || f.hdr.seq != run_seq || f.hdr.type != MVC_PROJECT_RESULT) {
-        const char *d = r == 0 && f.hdr.type == MVC_DIED ? "the runner did not report" : "could not parse sandbox result";
+        /* The reason stays in the detail (bounded): a startup proof that fails this way under
+         * load must say whether the channel broke, the guest answered out of turn, or its
+         * runner died. */
+        char d[160];
+        if (r == 0 && f.hdr.type == MVC_DIED)
+            snprintf(d, sizeof d, "the runner did not report");
+        else if (r == 0)
+            snprintf(d, sizeof d, "could not parse sandbox result (frame type %u, seq %llu for %llu)",
+                     (unsigned)f.hdr.type, (unsigned long long)f.hdr.seq, (unsigned long long)run_seq);
+        else
+            snprintf(d, sizeof d, "could not parse sandbox result (%.100s)", err->msg);
         plm_err_clear(err);
         return set_outcome(pr, PLM_OUTCOME_PROTOCOL_ERROR, d) < 0
                    ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory")

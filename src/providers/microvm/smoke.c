@@ -307,8 +307,9 @@ static int project(struct mv_state *s, struct plm_err *err)
               memcmp(pr->artifacts[0].content.data, "made\n", 5) == 0;
     int shown = pr->n_steps && pr->steps[0].out.len < 40 ? (int)pr->steps[0].out.len : 0;
     int c = ev_add_check(&s->ev, "guest.project", "step stdout \"plimsoll 65534\", artifact out.txt written by node, completed", ok,
-                         "outcome %d, %zu steps, stdout \"%.*s\", %zu artifacts", (int)pr->outcome, pr->n_steps, shown,
-                         shown ? (const char *)pr->steps[0].out.data : "", pr->n_artifacts);
+                         "outcome %d (%.60s), %zu steps, stdout \"%.*s\", %zu artifacts", (int)pr->outcome,
+                         pr->detail ? pr->detail : "", pr->n_steps, shown, shown ? (const char *)pr->steps[0].out.data : "",
+                         pr->n_artifacts);
     plm_result_done(&res);
     if (c < 0)
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
