@@ -121,6 +121,16 @@ class _ModuleCase(WireCase):
         for row, run in zip(rows, m["runs"]):
             self.assertEqual([bits(v) for v in run["outputs"][1:3]], [bits(v) for v in row])
 
+    def test_duration_stated(self):
+        # wire.md §12: a module answer states the provider's measured run time, as a snippet's
+        # does (a client showing durationMs read 0 here before). It lies within the record's span.
+        body = self.run_ok(module("Lorenz", [[1, 1, 1]], 0.1, 0.05))
+        rec = body["record"]
+        span = int(rec["endedUnixMs"]) - int(rec["startedUnixMs"])
+        self.assertIn("durationMs", body)
+        self.assertGreater(int(body["durationMs"]), 0)
+        self.assertLessEqual(int(body["durationMs"]), span)
+
     def test_greedy_row_fails_alone(self):
         m = self.run_ok(module("Greedy", [[1], [64], [2]], 1, 0.5))["module"]
         self.assertEqual([r["status"] for r in m["runs"]], [3, -2, 3])

@@ -190,8 +190,12 @@ int dock_run_module(struct dock_state *s, const struct plm_run_ctx *ctx, const s
         return -1;
     uint32_t timeout = plm_clamp_timeout((int32_t)ctx->timeout_ms, DOCK_PROJECT_DEFAULT_MS, DOCK_PROJECT_MAX_MS);
     struct plm_result proj = {0};
+    int64_t t0 = dock_mono_ms();
     if (module_exec(s, timeout, req, NULL, &proj, err) < 0)
         return plm_err_wrap(err, "module");
+    /* wire.md §12: a module result states the provider's measured run time (the project it
+     * became leaves duration to the handler, which fills it only for project requests) */
+    out->duration_ms = dock_mono_ms() - t0;
     struct plm_module_result m = {0};
     int rc = module_outcome(req, &proj.project, 0, &m, err);
     /* the identity the project stamped is the module image's: keep it */
