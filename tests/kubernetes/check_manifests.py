@@ -476,6 +476,41 @@ def run_daemon(pools):
             log.close()
 
 
+def config_accepted(pools):
+    """The docker-runsc and microvm pods' environments pass the daemon's configuration and
+    PLIMSOLL_HARDENED checks: started here (as root, listeners on loopback, the Secret files made
+    fresh, DOCKER_HOST at a socket that does not exist), the daemon's only complaint must be the
+    node it is not on: dockerd's socket, or the microvm files the pod's image would carry."""
+    want = {"docker-runsc": "plimsolld: preflight: docker preflight: dockerd on ",
+            "microvm": "plimsolld: provider: microvm jail: `/usr/lib/plimsoll/microvm/vmlinuz`"}
+    with tempfile.TemporaryDirectory(prefix="plm-k8s-") as d:
+        cert, key = make_tls(d)
+        if not cert:
+            return
+        clients = os.path.join(d, "clients.json")
+        with open(clients, "w", encoding="utf-8") as f:
+            json.dump({"clients": [{"id": "platform", "token_sha256": hashlib.sha256(b"t" * 40).hexdigest(),
+                                    "scopes": ["code:run"]}]}, f)
+        for pool, prefix in want.items():
+            if pool not in pools:
+                fail("no %s pool" % pool)
+                continue
+            denv = dict(pools[pool][0])
+            denv.update({"PLIMSOLL_ADDR": "127.0.0.1:0", "PLIMSOLL_METRICS_ADDR": "127.0.0.1:0",
+                         "PLIMSOLL_CLIENTS_FILE": clients, "PLIMSOLL_TLS_CERT": cert, "PLIMSOLL_TLS_KEY": key,
+                         "PATH": "/usr/bin:/bin"})
+            if "DOCKER_HOST" in denv:
+                denv["DOCKER_HOST"] = "unix://" + os.path.join(d, "no-dockerd.sock")
+            for v in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+                if v in os.environ:
+                    denv[v] = os.environ[v]
+            r = subprocess.run([PLIMSOLLD], env=denv, capture_output=True, text=True, timeout=120, cwd=d)
+            lines = [l for l in r.stderr.splitlines() if l.startswith("plimsolld: ")]
+            if r.returncode == 0 or not lines or not lines[-1].startswith(prefix):
+                fail("pool %s: the daemon, given its environment, should stop only at the missing node (%r), "
+                     "it said (exit %d): %s" % (pool, prefix, r.returncode, r.stderr.strip()[-600:]))
+
+
 def main():
     if len(sys.argv) != 5:
         print("usage: check_manifests.py SOURCE_ROOT PLIMSOLLD QJS_WORKER GUESTIO", file=sys.stderr)
@@ -487,6 +522,8 @@ def main():
     table = doc_table()
     pools = check_objects(docs, listed, stops, drain_bound(), table)
     run_daemon(pools)
+    if os.geteuid() == 0:  # run_daemon already failed, naming why, when not root
+        config_accepted(pools)
     for f in failures:
         print("FAIL: " + f, file=sys.stderr)
     if failures:
