@@ -6,7 +6,7 @@ pkgs="gcc make pkg-config meson ninja-build clang libclang-rt-14-dev python3 xz-
       libjansson-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev
       libssl-dev libgnutls28-dev openssl libseccomp-dev libedit-dev nodejs chromium mandoc man-db systemd
       qemu-system-x86 busybox-static e2fsprogs
-      python3-numpy python3-scipy python3-pandas python3-matplotlib"
+      python3-numpy python3-scipy python3-pandas python3-matplotlib yamllint python3-yaml"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
