@@ -22,7 +22,8 @@ until killed. Control endpoints (no authentication, loopback only):
         missing_traffic_token, cut_stream, trailer_error, slow_stream (seconds between frames),
         delete_fail (count), delete_404, age_skew_s (listed startedAt moved back), oversized_stream, oversized_frame, memory_mb, cpu_count,
         disk_size_mb (null removes the field), files_500, get_500 (GET /sandboxes/{id} answers 500),
-        network_fail (count: PUT .../network answers 500);
+        network_fail (count: PUT .../network answers 500), network_off_fail (count: the same for an
+        update that allows nothing out);
         {} resets them all
   GET  /_double/state   JSON: live sandboxes, running processes, deleted ids, create bodies, signals
         sent through SendSignal, network updates, request log (headers)
@@ -248,7 +249,7 @@ def make_handler(st):
                     return self.reply(400, {"code": 400, "message": "bad json"})
                 if not isinstance(net, dict):
                     return self.reply(400, {"code": 400, "message": "the network must be an object"})
-                if st.take("network_fail"):
+                if st.take("network_fail") or (not net.get("allowOut") and st.take("network_off_fail")):
                     return self.reply(500, {"code": 500, "message": "network update failed"})
                 if not sb:
                     return self.reply(404, {"code": 404, "message": "sandbox not found"})
