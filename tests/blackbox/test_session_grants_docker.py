@@ -2,7 +2,7 @@
 cases of test_session_grants.py (an allowed route reaches the upstream with the host-side credential
 and another is refused; one route_max_calls budget across the session's calls; max_calls per call;
 a profile without allow_in_sessions refused, marked permission) run against a real docker session
-container (runc), whose snippets reach the broker through the per-session directory mounted at
+container (runc and runsc), whose snippets reach the broker through the per-session directory mounted at
 open and a per-call socket in it. Plus what is docker's own: the call's socket is gone after the
 call, the directory cannot be listed from inside, cells and ungranted snippets see no socket, and
 the directory goes with the session. Docker lane. Standard library only."""
@@ -32,11 +32,21 @@ console.log(JSON.stringify({sock, listing, reach}));
 
 
 class DockerSessionGrants(_Prereq, qs.SessionGrants):
+    RUNTIME = "runc"
+
     @classmethod
     def daemon_env(cls):
         cls.check_prereqs()
         cls.rundir = tempfile.mkdtemp(prefix="plimsoll-sg-")  # 0700, ours: the grant socket base
-        return dict(BASE, SANDBOX_DOCKER_RUNTIME="runc", SANDBOX_SESSION_IDLE="1m", RUNTIME_DIRECTORY=cls.rundir)
+        return dict(BASE, SANDBOX_DOCKER_RUNTIME=cls.RUNTIME, SANDBOX_SESSION_IDLE="1m",
+                    RUNTIME_DIRECTORY=cls.rundir)
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        left = os.listdir(cls.rundir)
+        os.rmdir(cls.rundir) if not left else None
+        assert not left, "the daemon left grant directories behind: %r" % left
 
     def session_dirs(self):
         return sorted(n for n in os.listdir(self.rundir) if n.startswith("plimsoll-session-%d-" % self.d.proc.pid))
@@ -70,6 +80,12 @@ class DockerSessionGrants(_Prereq, qs.SessionGrants):
         self.assertEqual(out(json.loads(data)).strip(), "None")
         self.close(sid)
         self.assertEqual(self.session_dirs(), before)  # the session's directory went with it
+
+
+class DockerSessionGrantsRunsc(DockerSessionGrants):
+    """The same under gVisor (tier kernel): the host socket is reached through runsc's host-UDS
+    support (docker-setup.sh registers runsc with --host-uds=open)."""
+    RUNTIME = "runsc"
 
 
 if __name__ == "__main__":
