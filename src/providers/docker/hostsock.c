@@ -232,8 +232,8 @@ static int serve(struct dock_hostsock *hs, const char *dir, bool make_dir, const
         /* sized so that the socket path below always fits sun_path */
         char tmpl[sizeof hs->sock - sizeof "/" SOCK_NAME + 1];
         if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/" DOCK_HS_DIR_PREFIX "XXXXXX", dir) >= sizeof tmpl)
-            return plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "\"%s\" is too long for a socket path",
-                               dir);
+            return plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                               "\"%s\" is too long for a socket path", dir);
         if (!mkdtemp(tmpl))
             return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "mkdtemp under \"%s\": %s", dir,
                                strerror(errno));

@@ -740,8 +740,8 @@ static void test_session_dir(void)
     CHECK(dock_sg_begin(dir, &API, &c1, &e) == 0);
     char host1[300];
     snprintf(host1, sizeof host1, "%s/%s", dir, c1.sock_in + strlen(DOCK_SG_DIR_IN "/"));
-    CHECK(!strncmp(c1.sock_in, DOCK_SG_DIR_IN "/", strlen(DOCK_SG_DIR_IN "/")) && strlen(c1.sock_in) ==
-          strlen(DOCK_SG_DIR_IN "/") + 32 + strlen(".sock"));
+    CHECK(!strncmp(c1.sock_in, DOCK_SG_DIR_IN "/", strlen(DOCK_SG_DIR_IN "/")) &&
+          strlen(c1.sock_in) == strlen(DOCK_SG_DIR_IN "/") + 32 + strlen(".sock"));
     CHECK(stat(host1, &st) == 0 && S_ISSOCK(st.st_mode));
     CHECK(starts(xs(host1, "GET /v1/a HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 "));
     dock_sg_end(&c1);

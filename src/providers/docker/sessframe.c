@@ -130,9 +130,9 @@ int dock_sf_parse(const uint8_t *buf, size_t len, size_t *used, struct dock_sf_r
     return 1;
 }
 
-int dock_sf_request(uint64_t id, const char *op, const char *language, const char *code,
-                    const struct plm_file *files, size_t n_files, uint32_t timeout_ms, uint32_t cap,
-                    const char *grant_sock, const char *grant_preload, uint8_t **out, size_t *len)
+int dock_sf_request(uint64_t id, const char *op, const char *language, const char *code, const struct plm_file *files,
+                    size_t n_files, uint32_t timeout_ms, uint32_t cap, const char *grant_sock,
+                    const char *grant_preload, uint8_t **out, size_t *len)
 {
     *out = NULL;
     json_t *fl = json_array();

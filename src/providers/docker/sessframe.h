@@ -44,6 +44,6 @@ int dock_sf_parse(const uint8_t *buf, size_t len, size_t *used, struct dock_sf_r
  * language NULL for a snippet. grant_sock/grant_preload: a granted snippet's socket and node
  * preload as the container sees them (both NULL without a grant). -1 when out of memory or a
  * file is not valid UTF-8 text. */
-int dock_sf_request(uint64_t id, const char *op, const char *language, const char *code,
-                    const struct plm_file *files, size_t n_files, uint32_t timeout_ms, uint32_t cap,
-                    const char *grant_sock, const char *grant_preload, uint8_t **out, size_t *len);
+int dock_sf_request(uint64_t id, const char *op, const char *language, const char *code, const struct plm_file *files,
+                    size_t n_files, uint32_t timeout_ms, uint32_t cap, const char *grant_sock,
+                    const char *grant_preload, uint8_t **out, size_t *len);

@@ -469,8 +469,8 @@ int dock_session_suspend(struct plm_provider *p, struct plm_session *h, bool *ho
  * the files could not be written or the interpreter could not start. */
 static int agent_call(struct dock_state *s, struct plm_session *h, const struct plm_run_ctx *ctx, const char *op,
                       const char *lang, const char *code, const struct plm_file *files, size_t n_files,
-                      const struct dock_sg_call *g, struct dock_sf_reply *rep, int64_t *ms,
-                      enum plm_session_end *ended, struct plm_err *err)
+                      const struct dock_sg_call *g, struct dock_sf_reply *rep, int64_t *ms, enum plm_session_end *ended,
+                      struct plm_err *err)
 {
     if (gate(s, ctx->floor, err) < 0 || chan_check_idle(h, ended, err) < 0 || read_back(s, h, ended, err) < 0 ||
         resume(h, ended, err) < 0)
@@ -578,8 +578,8 @@ int dock_session_run(struct plm_provider *p, struct plm_session *h, const struct
     struct dock_sg_call g = {0};
     if (ctx->host_api && grant_begin(s, h, ctx->host_api, &g, err) < 0)
         return -1;
-    int r = agent_call(s, h, ctx, "snippet", NULL, req->js.code, NULL, 0, ctx->host_api ? &g : NULL, &rep, &ms,
-                       ended, err);
+    int r =
+        agent_call(s, h, ctx, "snippet", NULL, req->js.code, NULL, 0, ctx->host_api ? &g : NULL, &rep, &ms, ended, err);
     dock_sg_end(&g); /* the grant ends with the call's code: a process left behind cannot call */
     if (r < 0)
         return -1;

@@ -250,8 +250,10 @@ static int configure(struct e2b_state *s, const struct e2b_config *c, struct plm
     else if (*sg)
         return CFG_ERR(err, "E2B_SESSION_GRANTS=\"%.60s\": expected \"session\" or \"call\", or unset", sg);
     if (*sg && !gurl)
-        return CFG_ERR(err, "E2B_SESSION_GRANTS=%s needs E2B_GUARD_URL: a session's grant reaches its broker through "
-                            "the guard", sg);
+        return CFG_ERR(err,
+                       "E2B_SESSION_GRANTS=%s needs E2B_GUARD_URL: a session's grant reaches its broker through "
+                       "the guard",
+                       sg);
     s->reconcile_s = c->reconcile_s ? c->reconcile_s : 60;
     /* The instance label must survive a restart, so a daemon killed mid-run finds its orphans:
      * it is derived from what names this daemon (host, listener, control plane), never random. */

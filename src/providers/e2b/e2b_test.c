@@ -298,7 +298,8 @@ static void test_guard_lend(void)
     const char *body = "{\"method\":\"GET\",\"path\":\"/v1/items/1\"}";
     snprintf(req, sizeof req,
              "POST /v1/e2b/guard HTTP/1.1\r\nHost: x\r\n" E2B_GUARD_HEADER ": %s\r\nContent-Length: %zu\r\n"
-             "Connection: close\r\n\r\n%s", saved, strlen(body), body);
+             "Connection: close\r\n\r\n%s",
+             saved, strlen(body), body);
     int before = calls;
     CHECK(http(port, req, resp, sizeof resp) == 403); /* between calls */
     CHECK(strstr(resp, "no call of this session is in progress") != NULL);
