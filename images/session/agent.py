@@ -7,10 +7,15 @@ with its stdin on /dev/null, its stdout and stderr on pipes read here, and two c
 (named in its argv: cells in, one status per cell out).
 
 Host -> agent, on stdin: frames of a 4-byte big-endian length and a JSON object
-  {"id", "op": "cell"|"snippet", "lang", "code", "files": [[path, base64]], "timeout_ms", "cap"}
+  {"id", "op": "cell"|"snippet", "lang", "code", "files": [[path, base64]], "timeout_ms", "cap",
+   "grant": {"sock", "preload"} (a granted snippet only)}
 Agent -> host, on stdout: "PLSA" + 4-byte big-endian length + a JSON object
   {"id", "status": "ready"|"ran"|"files"|"nointerp", "exit", "timed_out", "started", "ended",
-   "out", "err" (base64), "out_trunc", "err_trunc", "disk", "file", "errno"}
+   "out", "err" (base64), "out_trunc", "err_trunc", "disk", "file", "errno", "grants" (ready only)}
+
+A granted snippet runs as `node --import=file://<preload> -` with HOST_API_SOCKET=<sock>: both
+live in the session's grant directory (mounted at /run/plimsoll-session) for that call only; the
+broker behind the socket is the daemon's (src/providers/docker/session_grant.c).
 The host trusts none of it (the code of the cell could have rewritten this process): it decodes
 every frame with bounds and a deadline (src/providers/docker/sessframe.c).
 
@@ -266,10 +271,27 @@ def run_cell(req, res):
     res.update(status="ran", exit=code, timed_out=timed_out, out=out, err=err)
 
 
+GRANT_DIR = "/run/plimsoll-session/"
+
+
+def snippet_command(req):
+    """node reading the snippet on stdin; with a grant, the client preloaded and the socket named."""
+    g = req.get("grant")
+    if not isinstance(g, dict):
+        return ["/usr/bin/node", "-"], None
+    sock, preload = str(g.get("sock", "")), str(g.get("preload", ""))
+    if not sock.startswith(GRANT_DIR) or not preload.startswith(GRANT_DIR):
+        raise OSError(errno.EINVAL, "grant paths outside " + GRANT_DIR)
+    env = dict(os.environ)
+    env["HOST_API_SOCKET"] = sock
+    return ["/usr/bin/node", "--import=file://" + preload, "-"], env
+
+
 def run_snippet(req, res):
     out, err = Capture(req["cap"]), Capture(req["cap"])
     try:
-        p = subprocess.Popen(["/usr/bin/node", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        argv, env = snippet_command(req)
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                              stderr=subprocess.PIPE, cwd=WORK, start_new_session=True)
     except OSError:
         res["status"] = "nointerp"
@@ -358,7 +380,7 @@ def main():
                 kernel_for(lang)
             except OSError:
                 pass
-    reply({"id": 0, "status": "ready", "disk": disk_used()})
+    reply({"id": 0, "status": "ready", "disk": disk_used(), "grants": True})
     fd = sys.stdin.buffer.fileno()
     while True:
         head = read_exact(fd, 4)

@@ -67,6 +67,7 @@ static const struct var vars[] = {
     {"E2B_ENVD_URL", "https://49983-{sandbox}.<domain>", "e2b provider: envd URL template; stated on the card"},
     {"E2B_CA_FILE", "- (system CA store)", "e2b provider: a private CA bundle"},
     {"E2B_GUARD_URL", "-", "e2b provider: public https URL of the egress guard (grants)"},
+    {"E2B_SESSION_GRANTS", "-", "e2b provider: grants in sessions, session (one guard credential) or call (one per call)"},
     {"SANDBOX_MICROVM_QEMU", "/usr/bin/qemu-system-x86_64", "microvm provider: QEMU binary (Debian qemu-system-x86)"},
     {"SANDBOX_MICROVM_KERNEL", "- (the build's)", "microvm provider: guest kernel (vmlinuz)"},
     {"SANDBOX_MICROVM_INITRD", "- (the build's)", "microvm provider: guest initramfs"},

@@ -20,7 +20,6 @@ static const struct {
     const char *name;
     const char *why;
 } absent[] = {
-    {"E2B_SESSION_GRANTS", "e2b sessions take no grant in this build (docs/sessions.md)"},
     {"DOCKER_SBX_TOKEN", "the dockercloud provider is not in this build"},
     {"DOCKER_SBX_USERNAME", "the dockercloud provider is not in this build"},
     {"SANDBOX_DOCKERCLOUD_AUTH_URL", "the dockercloud provider is not in this build"},
@@ -49,6 +48,7 @@ static const struct {
     {"E2B_ENVD_URL", P(CFG_E2B)},
     {"E2B_CA_FILE", P(CFG_E2B)},
     {"E2B_GUARD_URL", P(CFG_E2B)},
+    {"E2B_SESSION_GRANTS", P(CFG_E2B)},
     {"SANDBOX_MICROVM_QEMU", P(CFG_MICROVM)},
     {"SANDBOX_MICROVM_KERNEL", P(CFG_MICROVM)},
     {"SANDBOX_MICROVM_INITRD", P(CFG_MICROVM)},

@@ -81,6 +81,7 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
             .envd_url = getenv("E2B_ENVD_URL"),
             .ca_file = getenv("E2B_CA_FILE"),
             .guard_url = getenv("E2B_GUARD_URL"),
+            .session_grants = getenv("E2B_SESSION_GRANTS"),
             .guard_addr = cfg->guard_addr,
             .memory_mb = cfg->memory_mb,
             .disk_mb = cfg->disk_mb,

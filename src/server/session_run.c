@@ -148,7 +148,9 @@ static int check_kind(struct srun *r, struct plm_err *err)
         ops->describe(r->svc->provider, &d);
         if (!d.supports_session_grants)
             return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                              "sessions of provider %s carry no grant in this build (docs/sessions.md)", ops->name);
+                              "sessions of provider %s carry no grant as configured (docs/sessions.md, "
+                              "\"Grants in sessions\")",
+                              ops->name);
     }
     if (tier_check_floor(r->s->tier, r->floor, err) < 0) /* against the session's tier at open */
         return -1;

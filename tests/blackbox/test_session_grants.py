@@ -2,8 +2,9 @@
 snippets carry a grant the way its runs do: a profile with allow_in_sessions is accepted on
 SessionRun, one without is refused permission_denied (marked permission); the session's calls share
 one route_max_calls budget while max_calls stays per call; an allowed route reaches the upstream
-with the host-side credential and a route outside the profile is refused by the broker. The docker
-and e2b refusals (`unsupported`) are in docs/sessions.md. Standard library only."""
+with the host-side credential and a route outside the profile is refused by the broker. The same
+cases run on docker (test_session_grants_docker.py) and the e2b modes on the E2B double
+(test_e2b_session_grants.py). Standard library only."""
 import base64
 import hashlib
 import json
@@ -26,6 +27,13 @@ def sha(t):
 
 
 class SessionGrants(WireCase):
+    """The cases every provider that carries session grants must pass; test_session_grants_docker.py
+    runs them on docker by overriding daemon_env."""
+
+    @classmethod
+    def daemon_env(cls):
+        return {"SANDBOX_PROVIDER": "quickjs"}
+
     @classmethod
     def setUpClass(cls):
         cls.up = Upstream()
@@ -42,8 +50,8 @@ class SessionGrants(WireCase):
                          "token": {"type": "static", "env": "ITEMS_TOKEN"}, "allow_in_sessions": True},
                 "nosess": {"base_url": base, "allow": ["GET /v1/items/*"], "allowed_callers": ["alice"],
                            "token": {"type": "static", "env": "ITEMS_TOKEN"}}}}, f)
-        cls.d = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_CLIENTS_FILE": clients, "PLIMSOLL_GRANTS_FILE": grants,
-                        "ITEMS_TOKEN": TOKEN, "SANDBOX_RATE_PER_MIN": "0", "SANDBOX_MAX_SESSIONS": "4"})
+        cls.d = Daemon(dict(cls.daemon_env(), PLIMSOLL_CLIENTS_FILE=clients, PLIMSOLL_GRANTS_FILE=grants,
+                            ITEMS_TOKEN=TOKEN, SANDBOX_RATE_PER_MIN="0", SANDBOX_MAX_SESSIONS="4"), timeout=240)
 
     @classmethod
     def tearDownClass(cls):

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A loopback double of the E2B API: the control plane (POST/GET/DELETE /sandboxes, the list with a
-metadata filter, POST /sandboxes/{id}/timeout) and each sandbox's envd (POST/GET /files, Connect
+metadata filter, POST /sandboxes/{id}/timeout, PUT /sandboxes/{id}/network: the egress replaced
+whole, as E2B's network update does) and each sandbox's envd (POST/GET /files, Connect
 server-streaming process.Process/Start with JSON envelopes, stdin kept open when the request says
 "stdin": true, and the unary Connect calls process.Process/SendInput and SendSignal with the JSON
 codec), as E2B documents them. It really runs what it is asked
@@ -20,10 +21,12 @@ until killed. Control endpoints (no authentication, loopback only):
   POST /_double/faults  JSON {name: value}: create_5xx (count), create_no_id, missing_envd_token,
         missing_traffic_token, cut_stream, trailer_error, slow_stream (seconds between frames),
         delete_fail (count), delete_404, age_skew_s (listed startedAt moved back), oversized_stream, oversized_frame, memory_mb, cpu_count,
-        disk_size_mb (null removes the field), files_500, get_500 (GET /sandboxes/{id} answers 500);
+        disk_size_mb (null removes the field), files_500, get_500 (GET /sandboxes/{id} answers 500),
+        network_fail (count: PUT .../network answers 500), network_off_fail (count: the same for an
+        update that allows nothing out);
         {} resets them all
   GET  /_double/state   JSON: live sandboxes, running processes, deleted ids, create bodies, signals
-        sent through SendSignal, request log (headers)
+        sent through SendSignal, network updates, request log (headers)
   POST /_double/plant   JSON {metadata, age_s}: a sandbox that nobody tracks (an orphan)
   POST /_double/reset   clears the logs and faults
 """
@@ -58,6 +61,7 @@ class State:
         self.sandboxes = {}
         self.deleted = []
         self.creates = []
+        self.network_updates = []  # PUT /sandboxes/{id}/network bodies, in order
         self.signals = []
         self.log = []
         self.faults = {}
@@ -234,6 +238,24 @@ def make_handler(st):
                 if not sb:
                     return self.reply(404, {"code": 404, "message": "sandbox not found"})
                 sb.end_at = time.time() + secs
+                return self.reply(204)
+            if len(rest) == 2 and rest[1] == "network" and self.command == "PUT":
+                # E2B's network update: the body replaces the running sandbox's egress whole
+                with st.lock:
+                    sb = st.sandboxes.get(rest[0])
+                try:
+                    net = json.loads(self.body() or b"{}")
+                except ValueError:
+                    return self.reply(400, {"code": 400, "message": "bad json"})
+                if not isinstance(net, dict):
+                    return self.reply(400, {"code": 400, "message": "the network must be an object"})
+                if st.take("network_fail") or (not net.get("allowOut") and st.take("network_off_fail")):
+                    return self.reply(500, {"code": 500, "message": "network update failed"})
+                if not sb:
+                    return self.reply(404, {"code": 404, "message": "sandbox not found"})
+                with st.lock:
+                    sb.network = net
+                    st.network_updates.append({"sandboxID": sb.id, "network": net})
                 return self.reply(204)
             if len(rest) == 1:
                 with st.lock:
@@ -486,13 +508,14 @@ def make_handler(st):
             if rest == ["reset"]:
                 with st.lock:
                     st.faults, st.log, st.creates, st.deleted, st.signals = {}, [], [], [], []
+                    st.network_updates = []
                 return self.reply(200, {})
             if rest == ["state"]:
                 with st.lock:
                     out = {"live": [sb.listed() for sb in st.sandboxes.values()],
                            "procs": sum(len(sb.procs) for sb in st.sandboxes.values()),
                            "deleted": list(st.deleted), "creates": list(st.creates), "log": list(st.log),
-                           "signals": list(st.signals)}
+                           "signals": list(st.signals), "network_updates": list(st.network_updates)}
                 return self.reply(200, out)
             if rest == ["plant"] and self.command == "POST":
                 f = json.loads(self.body() or b"{}")

@@ -72,6 +72,8 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     d->supports_project = true;
     bool proven = atomic_load(&s->proven);
     d->supports_javascript_grants = d->supports_project_grants = proven && atomic_load(&s->grants_proven);
+    /* a session's snippet reaches the broker through its session directory (session_grant.c) */
+    d->supports_session_grants = d->supports_javascript_grants && s->id[DOCK_SESSION][0];
     if (proven) {
         snprintf(d->javascript.identity, sizeof d->javascript.identity, "docker-image:%s", s->id[DOCK_SNIPPET]);
         snprintf(d->project.identity, sizeof d->project.identity, "docker-image:%s", s->id[DOCK_PROJECT]);

@@ -122,8 +122,8 @@ static void test_lockdown(void)
 
     /* a granted run: the same walls plus exactly the two bind mounts */
     const char *argv[] = {"-i", "PATH=/usr/bin:/bin", "/bin/sh", "-c", "script", "sh", "m", "-", "node", "-"};
-    struct dock_grant_paths g = {"/run/plimsoll/plimsoll-broker-abc/host-api.sock",
-                                 "/run/plimsoll/plimsoll-broker-abc/host-api.mjs"};
+    struct dock_grant_paths g = {.sock = "/run/plimsoll/plimsoll-broker-abc/host-api.sock",
+                                 .preload = "/run/plimsoll/plimsoll-broker-abc/host-api.mjs"};
     j = dock_spec(&l, DOCK_SNIPPET, "sha256:00", argv, 10, 1, "feedfacefeedface", &g);
     h = json_object_get(j, "HostConfig");
     json_t *m = json_object_get(h, "Mounts");
@@ -139,6 +139,19 @@ static void test_lockdown(void)
     CHECK_STR(json_string_value(json_object_get(json_object_get(m1, "BindOptions"), "Propagation")), "rprivate");
     CHECK_STR(json_string_value(json_object_get(h, "NetworkMode")), "none"); /* (spec) even with a grant */
     CHECK(json_is_true(json_object_get(j, "NetworkDisabled")) && json_is_true(json_object_get(h, "ReadonlyRootfs")));
+    json_decref(j);
+
+    /* a session's container: its grant directory, one bind mount, and no socket named at start */
+    struct dock_grant_paths sg = {.session_dir = "/run/plimsoll/plimsoll-session-1-abcdef"};
+    j = dock_spec(&l, DOCK_SESSION, "sha256:00", argv, 10, 1, "feedfacefeedface", &sg);
+    h = json_object_get(j, "HostConfig");
+    m = json_object_get(h, "Mounts");
+    CHECK(json_array_size(m) == 1);
+    m0 = json_array_get(m, 0);
+    CHECK_STR(json_string_value(json_object_get(m0, "Source")), sg.session_dir);
+    CHECK_STR(json_string_value(json_object_get(m0, "Target")), "/run/plimsoll-session");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(m0, "BindOptions"), "Propagation")), "rprivate");
+    CHECK_STR(json_string_value(json_object_get(h, "NetworkMode")), "none");
     json_decref(j);
 }
 

@@ -210,16 +210,11 @@ static int listen_on(struct dock_hostsock *hs, struct plm_err *err)
     return 0;
 }
 
-int dock_hostsock_start(const char *base, const struct plm_host_api *api, const struct dock_hs_limits *lim,
-                        struct dock_hostsock **out, struct plm_err *err)
+/* Fills hs's paths under dir (made here when make_dir; then it is hs's to remove) and starts
+ * serving. The names are <dir>/<stem>.sock and .mjs, or the run's fixed names when stem is NULL. */
+static int serve(struct dock_hostsock *hs, const char *dir, bool make_dir, const char *stem,
+                 const struct plm_host_api *api, const struct dock_hs_limits *lim, struct plm_err *err)
 {
-    *out = NULL;
-    if (!api || !api->call)
-        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "grant socket: no host api to serve");
-    struct dock_hostsock *hs = calloc(1, sizeof *hs);
-    if (!hs)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-    hs->lfd = -1;
     struct dock_hs_limits t = lim ? *lim : (struct dock_hs_limits){DOCK_HS_HEAD_MS, DOCK_HS_READ_MS, DOCK_HS_WRITE_MS};
     /* The spec's figures (hostsock.h); the body cap is the broker's plus the byte that trips
      * its 413. */
@@ -232,35 +227,81 @@ int dock_hostsock_start(const char *base, const struct plm_host_api *api, const 
     /* guestio keeps hold/release as a pair and calls `call` with the guest's method and raw
      * target verbatim, as plm_host_api requires; the texts of api are not kept. */
     struct gio_handler h = {.call = api->call, .hold = api->hold, .release = api->release, .ctx = api->cb_ctx};
-    /* sized so that the socket path below always fits sun_path */
-    char tmpl[sizeof hs->sock - sizeof "/" SOCK_NAME + 1];
-    if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/" DOCK_HS_DIR_PREFIX "XXXXXX", base) >= sizeof tmpl) {
-        plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "\"%s\" is too long for a socket path", base);
-        goto fail;
+    char where[sizeof hs->sock];
+    if (make_dir) {
+        /* sized so that the socket path below always fits sun_path */
+        char tmpl[sizeof hs->sock - sizeof "/" SOCK_NAME + 1];
+        if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/" DOCK_HS_DIR_PREFIX "XXXXXX", dir) >= sizeof tmpl)
+            return plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                               "\"%s\" is too long for a socket path", dir);
+        if (!mkdtemp(tmpl))
+            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "mkdtemp under \"%s\": %s", dir,
+                               strerror(errno));
+        snprintf(hs->dir, sizeof hs->dir, "%s", tmpl);
+        snprintf(where, sizeof where, "%s", tmpl);
+    } else if ((size_t)snprintf(where, sizeof where, "%s", dir) >= sizeof where) {
+        return plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "\"%s\" is too long for a socket path",
+                           dir);
     }
-    if (!mkdtemp(tmpl)) {
-        plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "mkdtemp under \"%s\": %s", base, strerror(errno));
-        goto fail;
+    int a = stem ? snprintf(hs->preload, sizeof hs->preload, "%s/%s.mjs", where, stem)
+                 : snprintf(hs->preload, sizeof hs->preload, "%s/" PRELOAD_NAME, where);
+    int b = stem ? snprintf(hs->sock, sizeof hs->sock, "%s/%s.sock", where, stem)
+                 : snprintf(hs->sock, sizeof hs->sock, "%s/" SOCK_NAME, where);
+    if (a < 0 || b < 0 || (size_t)a >= sizeof hs->preload || (size_t)b >= sizeof hs->sock) {
+        hs->preload[0] = hs->sock[0] = 0; /* nothing of ours there to remove */
+        return plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "\"%s\" is too long for a socket path",
+                           where);
     }
-    snprintf(hs->dir, sizeof hs->dir, "%s", tmpl);
-    snprintf(hs->preload, sizeof hs->preload, "%s/" PRELOAD_NAME, tmpl);
-    if (write_preload(hs->preload, api->node_preload, err) < 0)
-        goto fail;
-    snprintf(hs->sock, sizeof hs->sock, "%s/" SOCK_NAME, tmpl);
-    if (listen_on(hs, err) < 0)
-        goto fail;
+    if (write_preload(hs->preload, api->node_preload, err) < 0) {
+        if (err->errnum == EEXIST)
+            hs->preload[0] = 0; /* not ours */
+        hs->sock[0] = 0;
+        return -1;
+    }
+    if (listen_on(hs, err) < 0) {
+        if (err->errnum == EADDRINUSE)
+            hs->sock[0] = 0; /* not ours */
+        return -1;
+    }
     int lfd = hs->lfd;
     hs->lfd = -1; /* guestio owns it from here, failure included */
-    if (gio_server_start(lfd, &gl, &h, g_helper_path, &hs->gio, err) < 0)
-        goto fail;
+    return gio_server_start(lfd, &gl, &h, g_helper_path, &hs->gio, err);
+}
+
+static int start(const char *dir, bool make_dir, const char *stem, const struct plm_host_api *api,
+                 const struct dock_hs_limits *lim, struct dock_hostsock **out, struct plm_err *err)
+{
+    *out = NULL;
+    if (!api || !api->call)
+        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "grant socket: no host api to serve");
+    struct dock_hostsock *hs = calloc(1, sizeof *hs);
+    if (!hs)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    hs->lfd = -1;
+    if (serve(hs, dir, make_dir, stem, api, lim, err) < 0) {
+        if (hs->lfd >= 0)
+            close(hs->lfd);
+        remove_files(hs);
+        free(hs);
+        return plm_err_wrap(err, "grant socket");
+    }
     *out = hs;
     return 0;
-fail:
-    if (hs->lfd >= 0)
-        close(hs->lfd);
-    remove_files(hs);
-    free(hs);
-    return plm_err_wrap(err, "grant socket");
+}
+
+int dock_hostsock_start(const char *base, const struct plm_host_api *api, const struct dock_hs_limits *lim,
+                        struct dock_hostsock **out, struct plm_err *err)
+{
+    return start(base, true, NULL, api, lim, out, err);
+}
+
+int dock_hostsock_start_in(const char *dir, const char *stem, const struct plm_host_api *api,
+                           const struct dock_hs_limits *lim, struct dock_hostsock **out, struct plm_err *err)
+{
+    if (!stem || !*stem || strchr(stem, '/') || stem[0] == '.')
+        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "grant socket: bad name \"%s\"",
+                           stem ? stem : "");
+    return start(dir, false, stem, api, lim, out, err);
 }
 
 void dock_hostsock_stop(struct dock_hostsock *hs)

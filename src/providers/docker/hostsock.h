@@ -69,6 +69,11 @@ int dock_hs_sweep(const char *base, unsigned min_age_s);
  * Everything made is undone on failure. */
 int dock_hostsock_start(const char *base, const struct plm_host_api *api, const struct dock_hs_limits *lim,
                         struct dock_hostsock **out, struct plm_err *err);
+/* The same served from <dir>/<stem>.sock and <dir>/<stem>.mjs in a directory the caller owns and
+ * keeps (a session's, mounted into its container once at open: session_grant.c); stop removes
+ * the two files, never dir. A name already there is an error and is left alone. */
+int dock_hostsock_start_in(const char *dir, const char *stem, const struct plm_host_api *api,
+                           const struct dock_hs_limits *lim, struct dock_hostsock **out, struct plm_err *err);
 /* Host paths of the socket and the preload file (valid until dock_hostsock_stop). */
 const char *dock_hostsock_sock_path(const struct dock_hostsock *hs);
 const char *dock_hostsock_preload_path(const struct dock_hostsock *hs);

@@ -23,6 +23,7 @@
 #include "../../../tests/unit.h"
 #include "../../guestio/guestio.h"
 #include "hostsock.h"
+#include "session_grant.h"
 
 static int64_t now_ms(void)
 {
@@ -724,6 +725,56 @@ static void test_sweep(void)
     dock_hostsock_stop(live);
 }
 
+/* A session's directory (session_grant.c): 0711, a socket per call under a fresh random name,
+ * both of the call's files gone after it while the directory stays; the sweep removes the
+ * directories of daemons that are gone and keeps a live one's. */
+static void test_session_dir(void)
+{
+    fake_reset();
+    char dir[108];
+    struct plm_err e = {0};
+    CHECK(dock_sg_dir_make(base, dir, sizeof dir, &e) == 0);
+    struct stat st;
+    CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0711);
+    struct dock_sg_call c1, c2;
+    CHECK(dock_sg_begin(dir, &API, &c1, &e) == 0);
+    char host1[300];
+    snprintf(host1, sizeof host1, "%s/%s", dir, c1.sock_in + strlen(DOCK_SG_DIR_IN "/"));
+    CHECK(!strncmp(c1.sock_in, DOCK_SG_DIR_IN "/", strlen(DOCK_SG_DIR_IN "/")) &&
+          strlen(c1.sock_in) == strlen(DOCK_SG_DIR_IN "/") + 32 + strlen(".sock"));
+    CHECK(stat(host1, &st) == 0 && S_ISSOCK(st.st_mode));
+    CHECK(starts(xs(host1, "GET /v1/a HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 "));
+    dock_sg_end(&c1);
+    CHECK(access(host1, F_OK) < 0 && access(dir, F_OK) == 0);
+    CHECK(starts(xs(host1, "GET /v1/a HTTP/1.1\r\n\r\n"), "(connect failed)")); /* a leftover cannot call */
+    CHECK(dock_sg_begin(dir, &API, &c2, &e) == 0);
+    CHECK(strcmp(c1.sock_in, c2.sock_in) != 0); /* a fresh name per call */
+    /* a name already taken is an error that removes nothing of the other's */
+    struct dock_hostsock *dup = NULL;
+    char stem[40];
+    snprintf(stem, sizeof stem, "%.32s", c2.sock_in + strlen(DOCK_SG_DIR_IN "/"));
+    CHECK(dock_hostsock_start_in(dir, stem, &API, NULL, &dup, &e) < 0 && dup == NULL);
+    CHECK(dock_hostsock_start_in(dir, "../escape", &API, NULL, &dup, &e) < 0);
+    char host2[300];
+    snprintf(host2, sizeof host2, "%s/%s", dir, c2.sock_in + strlen(DOCK_SG_DIR_IN "/"));
+    CHECK(starts(xs(host2, "GET /v1/b HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 "));
+    dock_sg_end(&c2);
+    dock_sg_end(&c2); /* idempotent */
+    /* the sweep: a dead daemon's directory goes, a live one's (pid 1) stays */
+    char dead[128], live[128];
+    snprintf(dead, sizeof dead, "%s/plimsoll-session-%d-dead01", base, 0x7ffffff0);
+    snprintf(live, sizeof live, "%s/plimsoll-session-1-live01", base);
+    mkdir(dead, 0711);
+    mkdir(live, 0711);
+    char junk[160];
+    snprintf(junk, sizeof junk, "%s/0123.mjs", dead);
+    close(open(junk, O_WRONLY | O_CREAT, 0444));
+    int n = dock_sg_sweep(base);
+    CHECK(access(dead, F_OK) < 0 && access(live, F_OK) == 0);
+    CHECK(n >= 2 && access(dir, F_OK) < 0); /* ours too: at startup this daemon has no sessions */
+    rmdir(live);
+}
+
 int main(void)
 {
     snprintf(base, sizeof base, "/tmp/plimsoll-hs-test-XXXXXX");
@@ -741,6 +792,7 @@ int main(void)
     test_many_runs();
     test_helper_killed();
     test_sweep();
+    test_session_dir();
     CHECK(dock_hostsock_quiesce(3000));
     CHECK(count_fds() == fds0); /* every listener, connection and eventfd closed */
     DIR *d = opendir(base);

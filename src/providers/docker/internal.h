@@ -109,7 +109,8 @@ bool dock_id_ok(const char *id); /* 64 lowercase hex */
 /* A granted run's host paths (hostsock.h): bind-mounted at DOCK_HS_SOCK_IN (read-write, so the
  * guest can connect) and DOCK_HS_PRELOAD_IN (read-only). NULL everywhere = a run without grant. */
 struct dock_grant_paths {
-    const char *sock, *preload;
+    const char *sock, *preload; /* a granted run's two files (hostsock.c), or NULL */
+    const char *session_dir;    /* a session's grant directory (session_grant.c), or NULL */
 };
 struct dock_lockdown {
     uint32_t memory_mb, pids, tmp_mb, shm_mb, work_mb, uid;
@@ -302,10 +303,11 @@ void dock_box_release(struct dock_state *s, struct dock_box *b);
  * short. Starts nothing once the provider is stopping. */
 void dock_pool_fill(struct dock_state *s);
 /* A cold start of kind k with command cmd under lockdown l (NULL = the provider's) whose label
- * deadline is label_deadline_s: the session's container (session.c). As dock_box_acquire. */
+ * deadline is label_deadline_s: the session's container (session.c), with g->session_dir
+ * mounted when g is not NULL. As dock_box_acquire. */
 int dock_box_start(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd,
-                   const struct dock_lockdown *l, int64_t label_deadline_s, struct dock_box **out,
-                   struct plm_err *err);
+                   const struct dock_grant_paths *g, const struct dock_lockdown *l, int64_t label_deadline_s,
+                   struct dock_box **out, struct plm_err *err);
 void dock_pool_drain(struct dock_state *s);
 
 /* ---- snippet.c / project.c ---------------------------------------------------------------------- */

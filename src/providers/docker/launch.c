@@ -128,6 +128,8 @@ void dock_box_release(struct dock_state *s, struct dock_box *b)
 static int run_env(struct dock_state *s, enum dock_kind k, const struct dock_grant_paths *g, char **env, size_t cap,
                    size_t *n, char **owned)
 {
+    if (g && !g->sock)
+        g = NULL; /* a session's directory: each call names its own socket (session_grant.c) */
     static const char sock_env[] = DOCK_HS_ENV "=" DOCK_HS_SOCK_IN;
     const char *image_opts = NULL;
     size_t m = 0;
@@ -172,8 +174,9 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
     bool wrapped = k == DOCK_SNIPPET && !cmd; /* node - runs under the script's end line */
     if (!cmd) {
         bool runner = k == DOCK_PROJECT || k == DOCK_MODULE;
-        cmd = runner ? runner_cmd : g ? node_grant_cmd : node_cmd;
-        n_cmd = runner ? 1 : g ? 3 : 2;
+        bool granted = g && g->sock;
+        cmd = runner ? runner_cmd : granted ? node_grant_cmd : node_cmd;
+        n_cmd = runner ? 1 : granted ? 3 : 2;
     }
     struct dock_box *b = calloc(1, sizeof *b);
     if (!b)
@@ -312,11 +315,11 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
 }
 
 int dock_box_start(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd,
-                   const struct dock_lockdown *l, int64_t label_deadline_s, struct dock_box **out,
-                   struct plm_err *err)
+                   const struct dock_grant_paths *g, const struct dock_lockdown *l, int64_t label_deadline_s,
+                   struct dock_box **out, struct plm_err *err)
 {
     *out = NULL;
-    return cold_start(s, k, cmd, n_cmd, NULL, l, label_deadline_s, out, err);
+    return cold_start(s, k, cmd, n_cmd, g, l, label_deadline_s, out, err);
 }
 
 static bool stopping(struct dock_state *s)

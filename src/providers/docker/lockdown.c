@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "session_grant.h"
 
 #define UID_DEFAULT 61000u
 
@@ -52,6 +53,11 @@ static void set(json_t *o, const char *k, json_t *v, bool *ok)
  * place. rprivate: nothing mounted later on either side propagates across. */
 static json_t *grant_mounts(const struct dock_grant_paths *g)
 {
+    /* A session's directory, writable by its owner only (0711), where each granted call's
+     * socket appears under a random name (session_grant.c). */
+    if (g->session_dir)
+        return json_pack("[{s:s, s:s, s:s, s:b, s:{s:s}}]", "Type", "bind", "Source", g->session_dir, "Target",
+                         DOCK_SG_DIR_IN, "ReadOnly", 0, "BindOptions", "Propagation", "rprivate");
     return json_pack("[{s:s, s:s, s:s, s:b, s:{s:s}}, {s:s, s:s, s:s, s:b, s:{s:s}}]", "Type", "bind", "Source",
                      g->sock, "Target", DOCK_HS_SOCK_IN, "ReadOnly", 0, "BindOptions", "Propagation", "rprivate",
                      "Type", "bind", "Source", g->preload, "Target", DOCK_HS_PRELOAD_IN, "ReadOnly", 1, "BindOptions",

@@ -200,7 +200,7 @@ int dock_project_exec(struct dock_state *s, uint32_t timeout, const struct plm_r
     struct dock_hostsock *hs = NULL;
     if (dock_hostsock_start(s->hs_base, api, NULL, &hs, err) < 0)
         return plm_err_wrap(err, "project");
-    struct dock_grant_paths g = {dock_hostsock_sock_path(hs), dock_hostsock_preload_path(hs)};
+    struct dock_grant_paths g = {.sock = dock_hostsock_sock_path(hs), .preload = dock_hostsock_preload_path(hs)};
     int r = project_run(s, DOCK_PROJECT, timeout, req, &g, out, err);
     dock_hostsock_stop(hs);
     return r;

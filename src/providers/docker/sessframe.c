@@ -72,7 +72,8 @@ static int decode_body(json_t *o, struct dock_sf_reply *r)
         return -1;
     if (!strcmp(st, "ready")) {
         r->status = DOCK_SF_READY;
-        return 0;
+        /* optional: an agent older than session grants does not say it */
+        return json_object_get(o, "grants") ? get_bool(o, "grants", &r->grants) : 0;
     }
     if (!strcmp(st, "nointerp")) {
         r->status = DOCK_SF_NOINTERP;
@@ -129,9 +130,9 @@ int dock_sf_parse(const uint8_t *buf, size_t len, size_t *used, struct dock_sf_r
     return 1;
 }
 
-int dock_sf_request(uint64_t id, const char *op, const char *language, const char *code,
-                    const struct plm_file *files, size_t n_files, uint32_t timeout_ms, uint32_t cap, uint8_t **out,
-                    size_t *len)
+int dock_sf_request(uint64_t id, const char *op, const char *language, const char *code, const struct plm_file *files,
+                    size_t n_files, uint32_t timeout_ms, uint32_t cap, const char *grant_sock,
+                    const char *grant_preload, uint8_t **out, size_t *len)
 {
     *out = NULL;
     json_t *fl = json_array();
@@ -155,6 +156,11 @@ int dock_sf_request(uint64_t id, const char *op, const char *language, const cha
                                language ? language : "", "code", code, "files", fl, "timeout_ms",
                                (json_int_t)timeout_ms, "cap", (json_int_t)cap)
                  : NULL;
+    if (o && grant_sock && grant_preload &&
+        json_object_set_new(o, "grant", json_pack("{s:s, s:s}", "sock", grant_sock, "preload", grant_preload)) < 0) {
+        json_decref(o);
+        o = NULL;
+    }
     char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!body)

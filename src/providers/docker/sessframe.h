@@ -32,6 +32,7 @@ struct dock_sf_reply {
     uint64_t disk;             /* used bytes of /work, /tmp and /dev/shm after the call */
     uint32_t file;             /* DOCK_SF_FILES only */
     char errno_name[16];       /* DOCK_SF_FILES only: "ENOSPC", ... ([A-Z0-9] only) */
+    bool grants;               /* DOCK_SF_READY only: the agent runs a snippet with a grant */
 };
 void dock_sf_reply_done(struct dock_sf_reply *r);
 
@@ -40,7 +41,9 @@ void dock_sf_reply_done(struct dock_sf_reply *r);
 int dock_sf_parse(const uint8_t *buf, size_t len, size_t *used, struct dock_sf_reply *r);
 
 /* The request frame (length prefix included), malloc'd into *out. op "cell" or "snippet";
- * language NULL for a snippet. -1 when out of memory or a file is not valid UTF-8 text. */
-int dock_sf_request(uint64_t id, const char *op, const char *language, const char *code,
-                    const struct plm_file *files, size_t n_files, uint32_t timeout_ms, uint32_t cap, uint8_t **out,
-                    size_t *len);
+ * language NULL for a snippet. grant_sock/grant_preload: a granted snippet's socket and node
+ * preload as the container sees them (both NULL without a grant). -1 when out of memory or a
+ * file is not valid UTF-8 text. */
+int dock_sf_request(uint64_t id, const char *op, const char *language, const char *code, const struct plm_file *files,
+                    size_t n_files, uint32_t timeout_ms, uint32_t cap, const char *grant_sock,
+                    const char *grant_preload, uint8_t **out, size_t *len);

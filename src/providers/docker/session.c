@@ -22,6 +22,7 @@
 
 #include "../../core/limits.h"
 #include "internal.h"
+#include "session_grant.h"
 #include "sessframe.h"
 
 #define AGENT_PATH "/opt/plimsoll/session/agent.py"
@@ -38,6 +39,10 @@ struct plm_session {
     enum plm_session_end dead; /* set once the container cannot serve another call */
     json_t *proven; /* the read-back taken at open (readback.c); compared before each call */
     char dead_why[120];
+    /* The grant transport (session_grant.c): the host directory mounted at DOCK_SG_DIR_IN ("" when
+     * the provider proved no grant socket), and whether the agent said it runs granted snippets. */
+    char grant_dir[108];
+    bool agent_grants;
 };
 
 static struct dock_state *state_of(struct plm_provider *p)
@@ -252,6 +257,7 @@ static void session_free(struct dock_state *s, struct plm_session *h)
             h->box->id[0] = 0; /* removed here: nothing left for the reapers */
         dock_box_release(s, h->box); /* queues what could not be removed yet */
     }
+    dock_sg_dir_remove(h->grant_dir); /* after the container: nothing serves from it any more */
     dock_bytes_done(&h->in);
     json_decref(h->proven);
     free(h);
@@ -281,7 +287,16 @@ static int session_start(struct dock_state *s, uint64_t disk_bytes, const char *
         cmd[n++] = langs[i];
     if (n == 3) /* no hint: both interpreters start now, so no first cell pays for a start */
         cmd[n++] = "javascript", cmd[n++] = "python";
-    if (dock_box_start(s, DOCK_SESSION, cmd, n, &l, label, &h->box, err) < 0) {
+    /* Every session container gets its grant directory when the provider proved grant sockets:
+     * a mount cannot be added later, and a pool member may serve any session. */
+    if (atomic_load(&s->grants_proven) && s->hs_base[0] &&
+        dock_sg_dir_make(s->hs_base, h->grant_dir, sizeof h->grant_dir, err) < 0) {
+        free(h);
+        return plm_err_wrap(err, "session grant directory");
+    }
+    struct dock_grant_paths g = {.session_dir = h->grant_dir};
+    if (dock_box_start(s, DOCK_SESSION, cmd, n, h->grant_dir[0] ? &g : NULL, &l, label, &h->box, err) < 0) {
+        dock_sg_dir_remove(h->grant_dir);
         free(h);
         return plm_err_wrap(err, "session container");
     }
@@ -292,6 +307,7 @@ static int session_start(struct dock_state *s, uint64_t disk_bytes, const char *
     struct dock_io io = {.sink = chan_sink, .stop = chan_stop, .ctx = &c};
     int r = dock_attach_pump(&h->box->at, &io, dock_mono_ms() + READY_MS, err);
     bool ready = c.state == 1 && rep.status == DOCK_SF_READY && rep.id == 0;
+    h->agent_grants = ready && rep.grants; /* said before any guest code ran */
     dock_sf_reply_done(&rep);
     if (!ready) {
         session_free(s, h);
@@ -460,7 +476,8 @@ int dock_session_suspend(struct plm_provider *p, struct plm_session *h, bool *ho
  * the files could not be written or the interpreter could not start. */
 static int agent_call(struct dock_state *s, struct plm_session *h, const struct plm_run_ctx *ctx, const char *op,
                       const char *lang, const char *code, const struct plm_file *files, size_t n_files,
-                      struct dock_sf_reply *rep, int64_t *ms, enum plm_session_end *ended, struct plm_err *err)
+                      const struct dock_sg_call *g, struct dock_sf_reply *rep, int64_t *ms, enum plm_session_end *ended,
+                      struct plm_err *err)
 {
     if (gate(s, ctx->floor, err) < 0 || chan_check_idle(h, ended, err) < 0 || read_back(s, h, ended, err) < 0 ||
         resume(h, ended, err) < 0)
@@ -468,7 +485,8 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
     uint8_t *frame = NULL;
     size_t len = 0;
     uint64_t id = h->next_id++;
-    if (dock_sf_request(id, op, lang, code, files, n_files, ctx->timeout_ms, LIM_OUTPUT_MAX, &frame, &len) < 0)
+    if (dock_sf_request(id, op, lang, code, files, n_files, ctx->timeout_ms, LIM_OUTPUT_MAX, g ? g->sock_in : NULL,
+                        g ? g->preload_in : NULL, &frame, &len) < 0)
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "the call could not be encoded (not UTF-8?)");
     int64_t t0 = dock_mono_ms();
     bool sent = false;
@@ -525,8 +543,10 @@ int dock_session_run_cell(struct plm_provider *p, struct plm_session *h, const s
     memset(out, 0, sizeof *out);
     struct dock_sf_reply rep = {0};
     int64_t ms = 0;
+    if (ctx->host_api) /* CellRun carries no grant; a grant here is the daemon's mistake */
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "a cell carries no grant");
     if (agent_call(s, h, ctx, "cell", lang, req->cell.code ? req->cell.code : "", req->cell.files, req->cell.n_files,
-                   &rep, &ms, ended, err) < 0)
+                   NULL, &rep, &ms, ended, err) < 0)
         return -1;
     out->kind = PLM_KIND_CELL;
     out->cell = (struct plm_cell_result){.out = rep.out, .err = rep.err, .exit_code = rep.exit_code,
@@ -536,6 +556,23 @@ int dock_session_run_cell(struct plm_provider *p, struct plm_session *h, const s
     rep.out = rep.err = (struct plm_bytes){0}; /* moved */
     out->duration_ms = ms;
     return identity(s, out, err);
+}
+
+/* A granted snippet's socket, served for this call only. A refusal (nothing ran) when this session
+ * has no transport: the provider proved no grant socket, or the image's agent predates grants. */
+static int grant_begin(struct dock_state *s, struct plm_session *h, const struct plm_host_api *api,
+                       struct dock_sg_call *g, struct plm_err *err)
+{
+    if (!api->call || !atomic_load(&s->grants_proven) || !h->grant_dir[0])
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                          "the docker provider did not prove its host-API socket at startup; nothing ran");
+    if (!h->agent_grants)
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                          "the session image's agent carries no grant (rebuild it: scripts/build-images.py); "
+                          "nothing ran");
+    if (dock_sg_begin(h->grant_dir, api, g, err) < 0)
+        return plm_err_wrap(err, "the session's grant socket");
+    return 0;
 }
 
 int dock_session_run(struct plm_provider *p, struct plm_session *h, const struct plm_run_ctx *ctx,
@@ -549,7 +586,13 @@ int dock_session_run(struct plm_provider *p, struct plm_session *h, const struct
     memset(out, 0, sizeof *out);
     struct dock_sf_reply rep = {0};
     int64_t ms = 0;
-    if (agent_call(s, h, ctx, "snippet", NULL, req->js.code, NULL, 0, &rep, &ms, ended, err) < 0)
+    struct dock_sg_call g = {0};
+    if (ctx->host_api && grant_begin(s, h, ctx->host_api, &g, err) < 0)
+        return -1;
+    int r =
+        agent_call(s, h, ctx, "snippet", NULL, req->js.code, NULL, 0, ctx->host_api ? &g : NULL, &rep, &ms, ended, err);
+    dock_sg_end(&g); /* the grant ends with the call's code: a process left behind cannot call */
+    if (r < 0)
         return -1;
     out->kind = PLM_KIND_JAVASCRIPT;
     out->js.out = rep.out;

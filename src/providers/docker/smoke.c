@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "session_grant.h"
 
 #define KV_MAX 128
 
@@ -546,6 +547,7 @@ static int run_grants(struct dock_state *s, struct plm_evidence *ev, struct plm_
         snprintf(why, sizeof why, "%.150s", e.msg);
     } else {
         dock_hs_sweep(s->hs_base, 60); /* what a crashed daemon left; never a live run's */
+        dock_sg_sweep(s->hs_base);     /* session directories of daemons gone (session_grant.c) */
         struct plm_result res = {0};
         if (dock_snippet_exec(s, 10000, grant_code, &api, &res, &e) < 0)
             snprintf(obs_s, sizeof obs_s, "%.150s", e.msg);

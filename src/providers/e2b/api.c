@@ -159,7 +159,9 @@ static void get_str(json_t *o, const char *key, char *dst, size_t cap)
         snprintf(dst, cap, "%s", json_string_value(v));
 }
 
-static json_t *create_body(struct e2b_state *s, uint32_t budget_ms, const char *grant_token)
+/* The sandbox's egress: deny-all, and with a grant token the guard's host alone, whose one rule
+ * sets the guard header to the token outside the VM. */
+static json_t *network_body(struct e2b_state *s, const char *grant_token)
 {
     json_t *net = json_pack("{s:[s], s:b}", "denyOut", "0.0.0.0/0", "allowPublicTraffic", 0);
     if (net && grant_token) {
@@ -169,6 +171,12 @@ static json_t *create_body(struct e2b_state *s, uint32_t budget_ms, const char *
         json_object_set_new(rules, s->guard_host, rule);
         json_object_set_new(net, "rules", rules);
     }
+    return net;
+}
+
+static json_t *create_body(struct e2b_state *s, uint32_t budget_ms, const char *grant_token)
+{
+    json_t *net = network_body(s, grant_token);
     return json_pack("{s:s, s:I, s:{s:s, s:s}, s:b, s:o}", "templateID", s->template_id, "timeout",
                      (json_int_t)((budget_ms + 999) / 1000 + 10), "metadata", "sdk", "plimsoll", "instance",
                      s->instance, "secure", 1, "network", net);
@@ -463,4 +471,34 @@ int e2b_read_file(struct e2b_state *s, const struct e2b_sandbox *sb, const char 
     out->data = (uint8_t *)a.body;
     out->len = a.len;
     return 1;
+}
+
+int e2b_set_network(struct e2b_state *s, const char *id, const char *grant_token, struct plm_err *err)
+{
+    if (!id_ok(id))
+        return plm_fail(err, 0, PLM_E_INTERNAL, "e2b: refusing to update a sandbox with a malformed ID");
+    json_t *net = network_body(s, grant_token);
+    char *text = net ? json_dumps(net, JSON_COMPACT) : NULL;
+    json_decref(net);
+    struct curl_slist *hd = api_headers(s, true);
+    char url[700];
+    snprintf(url, sizeof url, "%s/sandboxes/%s/network", s->api_base, id);
+    struct e2b_answer a;
+    int rc = text && hd ? e2b_request(s, "PUT", url, hd, text, strlen(text), NULL, NULL, E2B_CONTROL_TIMEOUT_MS,
+                                      E2B_ANSWER_MAX, &a)
+                        : (memset(&a, 0, sizeof a), snprintf(a.why, sizeof a.why, "out of memory"), -1);
+    curl_slist_free_all(hd);
+    if (text) {
+        explicit_bzero(text, strlen(text)); /* it may carry the guard token */
+        free(text);
+    }
+    long status = a.status;
+    char why[sizeof a.why];
+    snprintf(why, sizeof why, "%s", a.why);
+    e2b_answer_done(&a);
+    if (rc < 0)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: updating sandbox %s's network failed: %s", id, why);
+    if (status != 200 && status != 204)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: updating sandbox %s's network failed: HTTP %ld", id, status);
+    return 0;
 }

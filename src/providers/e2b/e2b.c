@@ -42,6 +42,7 @@ static void ops_describe(struct plm_provider *p, struct plm_describe *d)
     d->tier = proven ? PLM_TIER_VM : PLM_TIER_NONE;
     d->supports_project = true;
     d->supports_javascript_grants = d->supports_project_grants = proven && s->guard != NULL;
+    d->supports_session_grants = d->supports_javascript_grants && s->session_grants != E2B_SG_NONE;
     char ident[160];
     e2b_identity(s, ident, sizeof ident);
     snprintf(d->javascript.identity, sizeof d->javascript.identity, "%s", ident);
@@ -240,6 +241,19 @@ static int configure(struct e2b_state *s, const struct e2b_config *c, struct plm
         if (e2b_guard_start(c->guard_addr, path, &s->guard, err) < 0)
             return -1;
     }
+    /* How a session's call reaches the guard (docs/sessions.md "Grants in sessions"). */
+    const char *sg = c->session_grants ? c->session_grants : "";
+    if (!strcmp(sg, "session"))
+        s->session_grants = E2B_SG_SESSION;
+    else if (!strcmp(sg, "call"))
+        s->session_grants = E2B_SG_CALL;
+    else if (*sg)
+        return CFG_ERR(err, "E2B_SESSION_GRANTS=\"%.60s\": expected \"session\" or \"call\", or unset", sg);
+    if (*sg && !gurl)
+        return CFG_ERR(err,
+                       "E2B_SESSION_GRANTS=%s needs E2B_GUARD_URL: a session's grant reaches its broker through "
+                       "the guard",
+                       sg);
     s->reconcile_s = c->reconcile_s ? c->reconcile_s : 60;
     /* The instance label must survive a restart, so a daemon killed mid-run finds its orphans:
      * it is derived from what names this daemon (host, listener, control plane), never random. */

@@ -17,6 +17,7 @@ struct e2b_config {
     const char *ca_file;     /* E2B_CA_FILE: a private CA bundle */
     const char *guard_url;   /* E2B_GUARD_URL: the public https URL of the egress guard */
     const char *guard_addr;  /* PLIMSOLL_GUARD_ADDR: the guard's listener (host:port) */
+    const char *session_grants;  /* E2B_SESSION_GRANTS: "session", "call", or NULL/"" (none) */
     uint32_t memory_mb, disk_mb; /* maxima verified after create; 0 = no cap */
     double cpus;                 /* a whole number of vCPUs, 0 = no cap */
     bool pids_set;               /* SANDBOX_PIDS: a configuration error here */

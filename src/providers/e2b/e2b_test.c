@@ -281,6 +281,41 @@ static void test_guard_listener(void)
     e2b_guard_stop(g);
 }
 
+/* ---- a session's credential (E2B_SESSION_GRANTS=session): lent per call ---------------------- */
+static void test_guard_lend(void)
+{
+    struct e2b_guard *g = NULL;
+    struct plm_err err = {0};
+    CHECK(e2b_guard_start("127.0.0.1:0", "/v1/e2b/guard", &g, &err) == 0);
+    if (!g)
+        return;
+    uint16_t port = e2b_guard_port(g);
+    struct plm_host_api api = {.profile = "t", .client_js = "", .node_preload = "", .call = fake_call};
+    char tok[E2B_GUARD_TOKEN_LEN + 1], saved[E2B_GUARD_TOKEN_LEN + 1];
+    CHECK(e2b_guard_register(g, NULL, tok, &err) == 0); /* the session's, no grant yet */
+    memcpy(saved, tok, sizeof tok);
+    char req[4096], resp[4096];
+    const char *body = "{\"method\":\"GET\",\"path\":\"/v1/items/1\"}";
+    snprintf(req, sizeof req,
+             "POST /v1/e2b/guard HTTP/1.1\r\nHost: x\r\n" E2B_GUARD_HEADER ": %s\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n%s",
+             saved, strlen(body), body);
+    int before = calls;
+    CHECK(http(port, req, resp, sizeof resp) == 403); /* between calls */
+    CHECK(strstr(resp, "no call of this session is in progress") != NULL);
+    CHECK(e2b_guard_lend(g, saved, &api, &err) == 0);
+    CHECK(e2b_guard_lend(g, saved, &api, &err) < 0); /* lent already */
+    CHECK(http(port, req, resp, sizeof resp) == 200);
+    CHECK(calls == before + 1);
+    e2b_guard_unlend(g, saved);
+    CHECK(http(port, req, resp, sizeof resp) == 403);
+    CHECK(e2b_guard_lend(g, "crg_0000", &api, &err) < 0); /* unknown */
+    e2b_guard_unregister(g, tok);
+    CHECK(http(port, req, resp, sizeof resp) == 401);
+    CHECK(calls == before + 1);
+    e2b_guard_stop(g);
+}
+
 /* ---- the admission limit: 64 calls in flight, the 65th is 503 + Retry-After ----------------- */
 static atomic_int inside;
 static atomic_bool let_go;
@@ -394,6 +429,7 @@ int main(void)
     test_urls();
     test_paths();
     test_guard_listener();
+    test_guard_lend();
     test_guard_capacity();
     return unit_done();
 }

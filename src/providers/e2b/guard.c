@@ -58,16 +58,21 @@ static void error_reply(struct plm_host_reply *out, int status, const char *msg,
     out->content_type = strdup("application/json");
 }
 
-/* Looks the token up and holds its run (api.hold); *key is the entry's. */
-static bool lookup_hold(struct e2b_guard *g, const char *token, struct plm_host_api *api, char key[PLM_HEX_SHA256])
+/* Looks the token up and holds its run (api.hold); *key is the entry's. 1: found and held; 0:
+ * unknown; -1: a session's credential between its calls (no grant lent: nothing to hold). */
+static int lookup_hold(struct e2b_guard *g, const char *token, struct plm_host_api *api, char key[PLM_HEX_SHA256])
 {
     rec_sha256_hex(token, strlen(token), key);
-    bool found = false;
+    int found = 0;
     pthread_mutex_lock(&g->mu);
     for (size_t i = 0; i < g->n && !found; i++) {
         if (strcmp(g->v[i].key, key))
             continue;
-        found = true;
+        if (!g->v[i].api.call) {
+            found = -1;
+            break;
+        }
+        found = 1;
         *api = g->v[i].api;
         g->v[i].inflight++;
         if (api->hold)
@@ -104,8 +109,13 @@ static void on_gcall(void *ctx, const struct gio_gcall *gc, struct plm_host_repl
     }
     memcpy(tok, gc->cred, E2B_GUARD_TOKEN_LEN);
     tok[E2B_GUARD_TOKEN_LEN] = 0;
-    bool known = e2b_guard_token_ok(tok, E2B_GUARD_TOKEN_LEN) && lookup_hold(g, tok, &api, key);
+    int known = e2b_guard_token_ok(tok, E2B_GUARD_TOKEN_LEN) ? lookup_hold(g, tok, &api, key) : 0;
     explicit_bzero(tok, sizeof tok);
+    if (known < 0) { /* a session's credential while none of its calls runs */
+        static const char idle[] = "no call of this session is in progress: its grant is not in effect";
+        error_reply(out, 403, idle, sizeof idle - 1);
+        return;
+    }
     if (!known) {
         error_reply(out, 401, unknown, sizeof unknown - 1);
         return;
@@ -223,7 +233,7 @@ int e2b_guard_register(struct e2b_guard *g, const struct plm_host_api *api, char
     memcpy(token, "crg_", 4);
     if (e2b_random_hex(token + 4, 32) < 0)
         return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
-    struct entry e = {.api = *api};
+    struct entry e = {.api = api ? *api : (struct plm_host_api){0}};
     rec_sha256_hex(token, E2B_GUARD_TOKEN_LEN, e.key);
     pthread_mutex_lock(&g->mu);
     if (g->n == g->cap) {
@@ -261,6 +271,52 @@ void e2b_guard_unregister(struct e2b_guard *g, char token[E2B_GUARD_TOKEN_LEN + 
             continue;
         }
         g->v[i] = g->v[--g->n];
+        break;
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The entry of token, under g->mu; NULL when it is not registered. */
+static struct entry *find_locked(struct e2b_guard *g, const char key[PLM_HEX_SHA256])
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (!strcmp(g->v[i].key, key))
+            return &g->v[i];
+    return NULL;
+}
+
+int e2b_guard_lend(struct e2b_guard *g, const char *token, const struct plm_host_api *api, struct plm_err *err)
+{
+    char key[PLM_HEX_SHA256];
+    rec_sha256_hex(token, strlen(token), key);
+    pthread_mutex_lock(&g->mu);
+    struct entry *e = find_locked(g, key);
+    bool ok = e && !e->api.call && api && api->call;
+    if (ok)
+        e->api = *api;
+    pthread_mutex_unlock(&g->mu);
+    if (!ok)
+        return plm_fail(err, 0, PLM_E_INTERNAL, "e2b: the session's guard credential is not registered or is lent");
+    return 0;
+}
+
+void e2b_guard_unlend(struct e2b_guard *g, const char *token)
+{
+    if (!g || !token || !token[0])
+        return;
+    char key[PLM_HEX_SHA256];
+    rec_sha256_hex(token, strlen(token), key);
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        struct entry *e = find_locked(g, key);
+        if (!e)
+            break;
+        /* as unregister: without hold/release a call in flight still uses cb_ctx */
+        if (e->api.call && !e->api.hold && e->inflight) {
+            pthread_cond_wait(&g->cv, &g->mu);
+            continue;
+        }
+        e->api = (struct plm_host_api){0};
         break;
     }
     pthread_mutex_unlock(&g->mu);

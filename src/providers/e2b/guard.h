@@ -57,5 +57,11 @@ void e2b_guard_stop(struct e2b_guard *g);
 /* A fresh token for this run's api (copied; its cb_ctx is held by each call in flight). */
 int e2b_guard_register(struct e2b_guard *g, const struct plm_host_api *api, char token[E2B_GUARD_TOKEN_LEN + 1],
                        struct plm_err *err);
+/* api NULL: a session's credential (E2B_SESSION_GRANTS=session), registered for the session's life
+ * with no grant: the guard answers it 403 until e2b_guard_lend gives it one call's api, and again
+ * after e2b_guard_unlend takes it back (the call's broker, held by calls in flight, ends with the
+ * call). Lending to an unknown or already lent credential is an error. */
+int e2b_guard_lend(struct e2b_guard *g, const char *token, const struct plm_host_api *api, struct plm_err *err);
+void e2b_guard_unlend(struct e2b_guard *g, const char *token);
 /* After this, the token gets 401. The token buffer is wiped. */
 void e2b_guard_unregister(struct e2b_guard *g, char token[E2B_GUARD_TOKEN_LEN + 1]);

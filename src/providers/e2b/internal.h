@@ -44,6 +44,7 @@ struct e2b_state {
     bool endpoints_default;
     char guard_url[512]; /* "" = no guard: grants are unsupported */
     char guard_host[256];
+    enum e2b_session_grants { E2B_SG_NONE, E2B_SG_SESSION, E2B_SG_CALL } session_grants; /* E2B_SESSION_GRANTS */
     uint32_t memory_mb, disk_mb, cpus; /* maxima, 0 = none */
     char instance[17];                 /* metadata instance=<this>: the reconcile's key */
     uint32_t reconcile_s;
@@ -108,6 +109,9 @@ int e2b_request(struct e2b_state *s, const char *method, const char *url, struct
                 struct e2b_answer *a);
 /* POST /sandboxes. On failure err says whether a VM may exist (see api.c). grant_token NULL: no
  * grant. The sandbox is tracked as soon as an ID is known. */
+/* PUT /sandboxes/{id}/network: E2B replaces the running sandbox's egress with deny-all, plus the
+ * guard's rule carrying grant_token when it is not NULL (E2B_SESSION_GRANTS=call). */
+int e2b_set_network(struct e2b_state *s, const char *id, const char *grant_token, struct plm_err *err);
 int e2b_create(struct e2b_state *s, uint32_t budget_ms, const char *grant_token, struct e2b_sandbox *sb,
                struct plm_err *err);
 /* GET /sandboxes/{id} and the caps; called only when a cap is set. */

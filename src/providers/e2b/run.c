@@ -227,8 +227,14 @@ int e2b_snippet_in(struct e2b_state *s, const struct e2b_sandbox *sb, const stru
     int64_t deadline;
     if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
+    const struct plm_host_api *api = ctx->host_api; /* a session's grant (session_grant.c) */
+    char *text = api ? e2b_snippet_text(s->guard_url, api->client_js, req->js.code) : NULL;
+    if (api && !text)
+        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
     struct e2b_proc_result pr = {0};
-    if (snippet_in_vm(s, sb, NULL, req->js.code, deadline, cwd, &pr, err) < 0)
+    int rc = snippet_in_vm(s, sb, api, text ? text : req->js.code, deadline, cwd, &pr, err);
+    free(text);
+    if (rc < 0)
         return plm_err_wrap(err, "snippet");
     return snippet_result(s, &pr, out, err);
 }
@@ -434,7 +440,7 @@ int e2b_project_in(struct e2b_state *s, const struct e2b_sandbox *sb, const stru
     if (bp != 0)
         return bp < 0 ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory") : 0;
     bool timed_out = false;
-    if (project_in_vm(s, sb, NULL, req, deadline, &out->project, &timed_out, err) < 0)
+    if (project_in_vm(s, sb, ctx->host_api, req, deadline, &out->project, &timed_out, err) < 0)
         return plm_err_wrap(err, "project");
     return project_result(s, timed_out, out, err);
 }

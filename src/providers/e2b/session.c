@@ -18,6 +18,7 @@
 
 #include "../../core/limits.h"
 #include "interp.h"
+#include "session_grant.h"
 
 #define E2B_SESSION_MARGIN_S 60 /* E2B's own timeout outlives the lifetime by this much */
 
@@ -26,6 +27,7 @@ struct plm_session {
     struct e2b_sandbox sb;
     int64_t until_ms;               /* monotonic end of the lifetime */
     struct e2b_interp *interp[2];   /* javascript, python */
+    struct e2b_sg grant;            /* how a granted call reaches the guard (session_grant.c) */
 };
 
 static int lang_index(const char *lang)
@@ -62,7 +64,14 @@ int e2b_ops_session_open(struct plm_provider *p, const struct plm_session_spec *
     ss->until_ms = e2b_mono_ms() + (int64_t)life;
     /* E2B ends the VM by itself a minute after the lifetime, even if this daemon is gone */
     uint64_t budget = life + (uint64_t)E2B_SESSION_MARGIN_S * 1000 - 10000;
-    if (e2b_create(s, budget > UINT32_MAX ? UINT32_MAX : (uint32_t)budget, NULL, &ss->sb, err) < 0) {
+    const char *guard_token = NULL; /* E2B_SESSION_GRANTS=session: the guard's rule from the start */
+    if (e2b_sg_open(s, &ss->grant, &guard_token, err) < 0) {
+        free(ss);
+        return -1;
+    }
+    if (e2b_create(s, budget > UINT32_MAX ? UINT32_MAX : (uint32_t)budget, guard_token, &ss->sb, err) < 0) {
+        e2b_sg_close(s, &ss->grant);
+        explicit_bzero(ss, sizeof *ss);
         free(ss);
         return -1; /* a VM may exist: never a refusal (the reconcile finds an unnamed one) */
     }
@@ -77,6 +86,7 @@ int e2b_ops_session_open(struct plm_provider *p, const struct plm_session_spec *
         rc = e2b_write_files(s, &ss->sb, &up, 1, e2b_mono_ms() + E2B_CONTROL_TIMEOUT_MS, err);
     if (rc < 0) {
         e2b_delete(s, ss->sb.id);
+        e2b_sg_close(s, &ss->grant);
         explicit_bzero(ss, sizeof *ss);
         free(ss);
         return plm_err_wrap(err, "opening a session");
@@ -238,10 +248,12 @@ int e2b_ops_session_run(struct plm_provider *p, struct plm_session *ss, const st
                         struct plm_err *err)
 {
     struct e2b_state *s = p->state;
-    if (ctx->host_api)
-        return plm_refuse(err, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, "e2b: sessions take no grants");
+    struct e2b_sg_call gc = {0};
+    if (ctx->host_api && e2b_sg_begin(s, &ss->grant, ss->sb.id, ctx->host_api, &gc, err) < 0)
+        return -1;
     int rc = req->kind == PLM_KIND_PROJECT ? e2b_project_in(s, &ss->sb, ctx, req, out, err)
                                            : e2b_snippet_in(s, &ss->sb, ctx, req, E2B_PROJECT_DIR, out, err);
+    e2b_sg_end(s, &ss->grant, ss->sb.id, &gc, ended); /* the grant ends with the call's code */
     if (rc < 0) {
         if (!plm_err_is_refusal(err))
             check_sandbox(ss, ended);
@@ -258,6 +270,7 @@ int e2b_ops_session_close(struct plm_provider *p, struct plm_session *ss, struct
     for (int i = 0; i < 2; i++)
         e2b_interp_stop(ss->interp[i]); /* the delete ends their streams */
     int rc = e2b_delete(s, ss->sb.id);   /* 3 tries; a failure is left to the reconcile */
+    e2b_sg_close(s, &ss->grant);         /* the guard refuses the session's credential from now */
     for (int i = 0; i < 2; i++)
         e2b_interp_free(ss->interp[i], false);
     if (rc < 0)
