@@ -654,7 +654,8 @@ int dock_session_probe_cell(struct dock_state *s, const char *lang, const char *
     struct dock_sf_reply rep = {0};
     bool sent = false;
     enum plm_session_end ended = PLM_END_NONE;
-    int r = dock_sf_request(h->next_id, "cell", lang, code, NULL, 0, timeout_ms, LIM_OUTPUT_MAX, &frame, &len);
+    int r = dock_sf_request(h->next_id, "cell", lang, code, NULL, 0, timeout_ms, LIM_OUTPUT_MAX, NULL, NULL, &frame,
+                            &len);
     if (r < 0)
         r = plm_fail(err, 0, PLM_E_INTERNAL, "the probe cell could not be encoded");
     else
