@@ -8,6 +8,24 @@
 /* "plimsoll CMD: <message>" and the --help hint on stderr; returns CLI_EXIT_USAGE (usage.c). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- target.c: one daemon or a pool (--backends) ---- */
+
+struct cli_target {
+    const char *url_flag, *token_file, *backends; /* the command line's */
+    char *token;
+    struct cli_conn conn; /* one daemon */
+    bool pooled;
+    struct plc_pool pool;
+    struct plc_choice choice; /* the last placed call's */
+};
+/* Loads the token or the backends file; 0, or the exit status after a message on stderr. */
+int cli_target_open(struct cli_target *t, const char *cmd);
+/* One checked call through `send`: directly, or placed on the pool (call->rep.choice set). -1 only
+ * for a floor that is not one (nothing sent). */
+int cli_target_run(struct cli_target *t, enum plc_kind kind, const char *floor, bool grant, plc_send_fn send,
+                   void *ctx, struct cli_run_call *call);
+void cli_target_done(struct cli_target *t);
+
 /* ---- card.c: printing ---- */
 
 void cli_card_print(FILE *f, const struct cli_run_report *r);
@@ -22,6 +40,9 @@ int cli_json_set_bytes(json_t *o, const char *k, const char *enc_k, const Protob
  * not `withheld`: a record that does not check does not vouch for them. */
 void cli_card_print_project(FILE *f, const Plimsoll__V1__ProjectResult *p, bool checked);
 int cli_card_json_project(json_t *j, const Plimsoll__V1__ProjectResult *p, bool withheld);
+
+/* "[backend NAME] refused before: a: why; b: why" and a newline: where a session was placed. */
+void cli_print_placement(FILE *f, const struct plc_choice *c);
 
 /* Prints a DescribeResponse as text. */
 void cli_describe_print(FILE *f, const Plimsoll__V1__DescribeResponse *d);

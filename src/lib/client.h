@@ -67,6 +67,7 @@ static inline void cli_pb_free_fn(void *p)
 
 struct cli_http_answer;
 struct cli_conn;
+struct plc_choice;
 /* A transport other than libcurl (the placement unit tests' fake daemons). Same contract as
  * cli_http_post. */
 struct cli_transport {
@@ -197,6 +198,7 @@ struct cli_run_report {
     bool output_withheld;                     /* record mismatch: guest output not printed */
     double elapsed_s;                         /* round trip; < 0: none (the daemon's own view) */
     int exit_status;
+    const struct plc_choice *choice;          /* placed on a pool: where, and who refused first; else NULL */
 };
 
 /* The exit status after a project run (verdict ran): 0 when it completed and every step exited

@@ -230,7 +230,7 @@ int plc_run(struct plc_pool *p, enum plc_kind kind, const char *request_floor, c
         call->floor = choice->floor;
         call->rep.floor = choice->floor;
         call->rep.o = &call->o;
-        call->rep.elapsed_s = -1;
+        call->rep.elapsed_s = 0;
         call->rep.exit_status = CLI_EXIT_REFUSED;
         return -1;
     }

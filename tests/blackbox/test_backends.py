@@ -1,0 +1,113 @@
+"""`plimsoll --backends FILE` against two real quickjs daemons, each with its own token (issue 24,
+item 3): a run lands on the first backend that can take it and its card names it; each daemon is
+sent its own token; a daemon that stops is skipped because its Describe cannot reach it (a refused
+connection carried none of the request; the placement unit tests cover the refusal mid-pool); a floor no backend states is refused before
+anything is sent, naming each backend and why; `describe --backends` lists every daemon; a bad
+backends file or --backends with --url is a usage error. The four-provider fleet (docker runc,
+runsc, microvm) is test_fleet.py's."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import CLI, Daemon  # noqa: E402
+
+TOK_A = "backend-a-token-0123456789abcdef0123"
+TOK_B = "backend-b-token-0123456789abcdef0123"
+
+
+def cli(*args, timeout=120):
+    return subprocess.run([CLI] + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+class Backends(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        for name, tok in (("a.tok", TOK_A), ("b.tok", TOK_B)):
+            with open(os.path.join(cls.tmp, name), "w") as f:
+                f.write(tok + "\n")
+        cls.a = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_TOKEN": TOK_A})
+        cls.b = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_TOKEN": TOK_B})
+        cls.file = os.path.join(cls.tmp, "backends.json")
+        with open(cls.file, "w") as f:
+            # Relative token files are read against the backends file's own directory.
+            json.dump([{"name": "a", "url": "http://127.0.0.1:%d" % cls.a.port, "token_file": "a.tok"},
+                       {"name": "b", "url": "http://127.0.0.1:%d" % cls.b.port, "token_file": "b.tok"}], f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.stop()
+        if cls.a.proc.poll() is None:
+            cls.a.stop()
+        shutil.rmtree(cls.tmp)
+
+    def test_1_run_lands_on_the_first_with_its_own_token(self):
+        a0, b0 = self.a.settled_count("run"), self.b.settled_count("run")
+        r = cli("run", "--backends", self.file, "-e", "console.log(7)")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "7\n")
+        self.assertRegex(r.stderr, r"\nbackend: +a\n")
+        self.assertNotIn("refused before:", r.stderr)
+        self.a.wait_events("run", n=a0 + 1, timeout=10)
+        self.assertEqual(self.b.settled_count("run"), b0)
+        j = json.loads(cli("run", "--backends", self.file, "--json", "-e", "1").stdout)
+        self.assertEqual((j["verdict"], j["backend"], j["refused_before"]), ("ran", "a", []))
+
+    def test_2_floor_no_backend_states_is_refused_before_sending(self):
+        a0, b0 = self.a.settled_count("run"), self.b.settled_count("run")
+        r = cli("run", "--backends", self.file, "--min-isolation", "vm", "--json", "-e", "1")
+        self.assertEqual(r.returncode, 200, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual(j["verdict"], "refused")
+        self.assertIsNone(j["backend"])
+        self.assertEqual([(s["backend"], s["why"]) for s in j["skipped"]],
+                         [("a", "isolation process is below the floor vm"),
+                          ("b", "isolation process is below the floor vm")])
+        self.assertIn("nothing was sent", j["error"]["message"])
+        self.assertEqual((self.a.settled_count("run"), self.b.settled_count("run")), (a0, b0))
+
+    def test_3_describe_lists_every_backend(self):
+        r = cli("describe", "--backends", self.file)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("== backend a (http://127.0.0.1:%d) ==" % self.a.port, r.stdout)
+        self.assertIn("== backend b (http://127.0.0.1:%d) ==" % self.b.port, r.stdout)
+        j = json.loads(cli("describe", "--backends", self.file, "--json").stdout)
+        self.assertEqual(sorted(j), ["a", "b"])
+        self.assertEqual(j["a"]["sandbox"], "quickjs")
+
+    def test_4_usage_errors(self):
+        self.assertEqual(cli("run", "--backends", self.file, "--url", "http://x", "-e", "1").returncode, 204)
+        bad = os.path.join(self.tmp, "bad.json")
+        for content, words in (('[{"name": "a"}]', "entry 1"), ('{"name": "a"}', "non-empty JSON array"),
+                               ('[{"name": "a", "url": "http://x", "tokenfile": "t"}]', "unknown key"),
+                               ('[{"name": "a", "url": "http://x", "token_file": "missing.tok"}]', "missing.tok")):
+            with open(bad, "w") as f:
+                f.write(content)
+            r = cli("run", "--backends", bad, "-e", "1")
+            self.assertEqual(r.returncode, 204, r.stderr)
+            self.assertIn(words, r.stderr)
+
+    def test_5_a_stopped_daemon_is_passed_over(self):
+        # The last test: daemon a stops. Its connection is refused before any byte of the request,
+        # so nothing ran there and b may take the run; the card names a as refused before.
+        self.assertEqual(self.a.stop(), 0)
+        b0 = self.b.settled_count("run")
+        r = cli("run", "--backends", self.file, "-e", "console.log(8)")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "8\n")
+        self.assertRegex(r.stderr, r"\nbackend: +b\n")
+        self.b.wait_events("run", n=b0 + 1, timeout=10)
+        # A fresh client describes a again, cannot reach it, and skips it without sending.
+        j = json.loads(cli("run", "--backends", self.file, "--json", "-e", "1").stdout)
+        self.assertEqual(j["backend"], "b")
+        self.assertEqual([s["backend"] for s in j["skipped"]], ["a"])
+        self.assertIn("Describe failed", j["skipped"][0]["why"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
