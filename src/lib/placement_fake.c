@@ -165,6 +165,9 @@ static int open_session(struct fake *f, const char *body, size_t len, const char
     memset(id, 'a', 32);
     id[32] = '\0';
     rec_session_fingerprint(id, fp);
+    snprintf(f->session_fp, sizeof f->session_fp, "%s", fp);
+    f->session_calls = 0;
+    f->session_last[0] = '\0';
     Plimsoll__V1__OpenSessionResponse o = PLIMSOLL__V1__OPEN_SESSION_RESPONSE__INIT;
     o.session_id = id;
     o.session = fp;
@@ -173,6 +176,76 @@ static int open_session(struct fake *f, const char *body, size_t len, const char
     o.expires_unix_ms = 1790000000000;
     o.idle_timeout_ms = 60000;
     return answer_msg(a, rid, &o.base);
+}
+
+/* One cell: its stdout is the code itself, the record chained after the session's last. */
+static int session_run(struct fake *f, const char *body, size_t len, const char *rid, struct cli_http_answer *a)
+{
+    struct plm_err err = {0};
+    Plimsoll__V1__SessionRunRequest *req = (Plimsoll__V1__SessionRunRequest *)wire_json_decode(
+        &plimsoll__v1__session_run_request__descriptor, body, len, &err);
+    if (!req || req->payload_case != PLIMSOLL__V1__SESSION_RUN_REQUEST__PAYLOAD_CELL) {
+        if (req)
+            protobuf_c_message_free_unpacked(&req->base, NULL);
+        return answer_json(a, 400, rid, strdup("{\"code\":\"invalid_argument\",\"message\":\"fake: not a cell\"}"));
+    }
+    Plimsoll__V1__CellResult cell = PLIMSOLL__V1__CELL_RESULT__INIT;
+    cell.stdout.data = (uint8_t *)req->cell->code;
+    cell.stdout.len = strlen(req->cell->code);
+    Plimsoll__V1__RunResponse run = PLIMSOLL__V1__RUN_RESPONSE__INIT;
+    run.sandbox = (char *)f->provider;
+    run.isolation = (char *)f->isolation;
+    run.result_case = PLIMSOLL__V1__RUN_RESPONSE__RESULT_CELL;
+    run.cell = &cell;
+    char req_hex[PLM_HEX_SHA256], res_hex[PLM_HEX_SHA256], rec_hex[PLM_HEX_SHA256];
+    struct wire_request_view rv = {0};
+    struct wire_result_view sv = {0};
+    int ok = wire_session_request_view(req, &rv, &err) == 0 && wire_result_view(&run, &sv, &err) == 0;
+    if (ok) {
+        rec_request_digest(&rv.req, req_hex);
+        rec_result_digest(&sv.res, res_hex);
+        wire_result_view_done(&sv);
+    }
+    wire_request_view_done(&rv);
+    if (!ok) {
+        protobuf_c_message_free_unpacked(&req->base, NULL);
+        return answer_json(a, 500, rid, strdup("{\"code\":\"internal\",\"message\":\"fake: view\"}"));
+    }
+    Plimsoll__V1__RunRecord rec = PLIMSOLL__V1__RUN_RECORD__INIT;
+    rec.version = 2;
+    rec.request_sha256 = req_hex;
+    rec.result_sha256 = res_hex;
+    rec.provider = run.sandbox;
+    rec.isolation = run.isolation;
+    rec.environment = "";
+    rec.policy = "fake";
+    rec.session = f->session_fp;
+    rec.sequence = f->session_calls + 1;
+    char previous[PLM_HEX_SHA256];
+    snprintf(previous, sizeof previous, "%s", f->session_last); /* f->session_last moves on below */
+    rec.previous_sha256 = previous;
+    struct plm_record view;
+    wire_record_view(&rec, &view);
+    rec_record_digest(&view, rec_hex);
+    rec.record_sha256 = rec_hex;
+    run.record = &rec;
+    f->session_calls++;
+    snprintf(f->session_last, sizeof f->session_last, "%s", rec_hex);
+    Plimsoll__V1__SessionRunResponse sr = PLIMSOLL__V1__SESSION_RUN_RESPONSE__INIT;
+    sr.run = &run;
+    int r = answer_msg(a, rid, &sr.base);
+    protobuf_c_message_free_unpacked(&req->base, NULL);
+    return r;
+}
+
+static int close_session(struct fake *f, const char *rid, struct cli_http_answer *a)
+{
+    Plimsoll__V1__CloseSessionResponse c = PLIMSOLL__V1__CLOSE_SESSION_RESPONSE__INIT;
+    c.session = f->session_fp;
+    c.calls = f->session_calls;
+    c.last_record_sha256 = f->session_last;
+    c.ended = PLIMSOLL__V1__SESSION_END__SESSION_END_CLOSED;
+    return answer_msg(a, rid, &c.base);
 }
 
 static int fake_post(void *ctx, const struct cli_conn *c, const char *path, const char *body, size_t len,
@@ -196,6 +269,10 @@ static int fake_post(void *ctx, const struct cli_conn *c, const char *path, cons
     }
     if (strstr(path, "/OpenSession"))
         return open_session(f, body, len, rid, ans);
+    if (strstr(path, "/SessionRun"))
+        return session_run(f, body, len, rid, ans);
+    if (strstr(path, "/CloseSession"))
+        return close_session(f, rid, ans);
     if (strstr(path, "/Run"))
         return run(f, body, len, rid, ans);
     return answer_json(ans, 404, rid, strdup("{\"code\":\"unimplemented\",\"message\":\"fake: no such method\"}"));

@@ -22,6 +22,9 @@ struct fake {
     char last_token[64];
     char floors[8][16];
     size_t n_floors;
+    /* its one session's chain, as the daemon keeps it */
+    uint64_t session_calls;
+    char session_fp[PLM_HEX_SHA256], session_last[PLM_HEX_SHA256];
 };
 
 /* The transport over fakes[0..n): each connection's URL picks its fake. */
