@@ -1,7 +1,8 @@
 """`plimsoll --backends FILE` against two real quickjs daemons, each with its own token (issue 24,
 item 3): a run lands on the first backend that can take it and its card names it; each daemon is
-sent its own token; a daemon that stops is skipped because its Describe cannot reach it (a refused
-connection carried none of the request; the placement unit tests cover the refusal mid-pool); a floor no backend states is refused before
+sent its own token; a daemon that stops is passed over because the connection was refused before any
+byte of the request (a long-lived `plimsoll mcp` that had described it: the card names it as refused
+before), and a new client skips it because its Describe fails; a floor no backend states is refused before
 anything is sent, naming each backend and why; `describe --backends` lists every daemon; a bad
 backends file or --backends with --url is a usage error. The four-provider fleet (docker runc,
 runsc, microvm) is test_fleet.py's."""
@@ -93,9 +94,33 @@ class Backends(unittest.TestCase):
             self.assertIn(words, r.stderr)
 
     def test_5_a_stopped_daemon_is_passed_over(self):
-        # The last test: daemon a stops. Its connection is refused before any byte of the request,
-        # so nothing ran there and b may take the run; the card names a as refused before.
-        self.assertEqual(self.a.stop(), 0)
+        # The last test: daemon a stops. A long-lived `plimsoll mcp` described it while it was up;
+        # its next call reaches a's port, the connection is refused before any byte of the request,
+        # so nothing ran there and b takes the call: the card names a as refused before.
+        mcp = subprocess.Popen([CLI, "mcp", "--backends", self.file], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+        try:
+            def call(i, msg):
+                mcp.stdin.write(json.dumps(dict(msg, jsonrpc="2.0", id=i)) + "\n")
+                mcp.stdin.flush()
+                return json.loads(mcp.stdout.readline())
+
+            call(1, {"method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                        "clientInfo": {"name": "t", "version": "1"}}})
+            run = {"method": "tools/call", "params": {"name": "run_javascript", "arguments": {"code": "1"}}}
+            first = call(2, run)["result"]["structuredContent"]
+            self.assertEqual((first["verdict"], first["backend"]), ("ran", "a"))
+            self.assertEqual(self.a.stop(), 0)
+            b0 = self.b.settled_count("run")
+            second = call(3, run)["result"]["structuredContent"]
+            self.assertEqual((second["verdict"], second["backend"]), ("ran", "b"))
+            self.assertEqual([r["backend"] for r in second["refused_before"]], ["a"])
+            self.assertIn("not reached", second["refused_before"][0]["why"])
+            self.b.wait_events("run", n=b0 + 1, timeout=10)
+        finally:
+            mcp.stdin.close()
+            self.assertEqual(mcp.wait(timeout=60), 0)
+            mcp.stdout.close()
         b0 = self.b.settled_count("run")
         r = cli("run", "--backends", self.file, "-e", "console.log(8)")
         self.assertEqual(r.returncode, 0, r.stderr)
