@@ -3,7 +3,8 @@ item 3): a run lands on the first backend that can take it and its card names it
 sent its own token; a daemon that stops is passed over because the connection was refused before any
 byte of the request (a long-lived `plimsoll mcp` that had described it: the card names it as refused
 before), and a new client skips it because its Describe fails; a floor no backend states is refused before
-anything is sent, naming each backend and why; `describe --backends` lists every daemon; a bad
+anything is sent, naming each backend and why; `describe --backends` lists every daemon; an https daemon is verified against the CA its entry names
+(without it, it is skipped); a bad
 backends file or --backends with --url is a usage error. The four-provider fleet (docker runc,
 runsc, microvm) is test_fleet.py's."""
 import json
@@ -16,6 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import CLI, Daemon  # noqa: E402
+from test_tls import make_pki  # noqa: E402
 
 TOK_A = "backend-a-token-0123456789abcdef0123"
 TOK_B = "backend-b-token-0123456789abcdef0123"
@@ -32,13 +34,18 @@ class Backends(unittest.TestCase):
         for name, tok in (("a.tok", TOK_A), ("b.tok", TOK_B)):
             with open(os.path.join(cls.tmp, name), "w") as f:
                 f.write(tok + "\n")
+        # b serves https with a certificate of the test's own CA: its entry names that CA.
+        make_pki(cls.tmp)
         cls.a = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_TOKEN": TOK_A})
-        cls.b = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_TOKEN": TOK_B})
+        cls.b = Daemon({"SANDBOX_PROVIDER": "quickjs", "PLIMSOLL_TOKEN": TOK_B,
+                        "PLIMSOLL_TLS_CERT": os.path.join(cls.tmp, "b.pem"),
+                        "PLIMSOLL_TLS_KEY": os.path.join(cls.tmp, "b.key")})
         cls.file = os.path.join(cls.tmp, "backends.json")
         with open(cls.file, "w") as f:
             # Relative token files are read against the backends file's own directory.
             json.dump([{"name": "a", "url": "http://127.0.0.1:%d" % cls.a.port, "token_file": "a.tok"},
-                       {"name": "b", "url": "http://127.0.0.1:%d" % cls.b.port, "token_file": "b.tok"}], f)
+                       {"name": "b", "url": "https://127.0.0.1:%d" % cls.b.port, "token_file": "b.tok",
+                        "ca": "ca.pem"}], f)
 
     @classmethod
     def tearDownClass(cls):
@@ -76,7 +83,7 @@ class Backends(unittest.TestCase):
         r = cli("describe", "--backends", self.file)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("== backend a (http://127.0.0.1:%d) ==" % self.a.port, r.stdout)
-        self.assertIn("== backend b (http://127.0.0.1:%d) ==" % self.b.port, r.stdout)
+        self.assertIn("== backend b (https://127.0.0.1:%d) ==" % self.b.port, r.stdout)
         j = json.loads(cli("describe", "--backends", self.file, "--json").stdout)
         self.assertEqual(sorted(j), ["a", "b"])
         self.assertEqual(j["a"]["sandbox"], "quickjs")
@@ -92,6 +99,20 @@ class Backends(unittest.TestCase):
             r = cli("run", "--backends", bad, "-e", "1")
             self.assertEqual(r.returncode, 204, r.stderr)
             self.assertIn(words, r.stderr)
+
+    def test_4b_tls_needs_the_named_ca(self):
+        # b's certificate verifies only against the CA its entry names; without it b's Describe fails
+        # the TLS handshake and b is skipped: nothing is sent to a daemon that was not verified.
+        plain = os.path.join(self.tmp, "no-ca.json")
+        with open(plain, "w") as f:
+            json.dump([{"name": "b", "url": "https://127.0.0.1:%d" % self.b.port, "token_file": "b.tok"}], f)
+        b0 = self.b.settled_count("run")
+        r = cli("run", "--backends", plain, "--json", "-e", "1")
+        self.assertEqual(r.returncode, 200, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual([s["backend"] for s in j["skipped"]], ["b"])
+        self.assertIn("Describe failed", j["skipped"][0]["why"])
+        self.assertEqual(self.b.settled_count("run"), b0)
 
     def test_5_a_stopped_daemon_is_passed_over(self):
         # The last test: daemon a stops. A long-lived `plimsoll mcp` described it while it was up;
