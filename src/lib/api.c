@@ -255,7 +255,7 @@ static int send_module(const struct cli_conn *conn, const char *floor, void *ctx
 static plimsoll_status invalid(plimsoll_result *r, const char *why, plimsoll_result **out)
 {
     char copy[480];
-    snprintf(copy, sizeof copy, "%s", why); /* why may be this very message */
+    snprintf(copy, sizeof copy, "%.470s", why); /* why may be this very message */
     r->call.o.verdict = CLI_V_REFUSED;
     r->call.o.refusal = PLM_REFUSAL_REQUEST;
     snprintf(r->call.o.message, sizeof r->call.o.message, "%s (nothing was sent)", copy);
