@@ -17,40 +17,6 @@
 
 static const char *S(const char *s) { return s ? s : ""; }
 
-void cli_put_safe(FILE *f, const char *s, const char *empty)
-{
-    if (!s) {
-        fputs("-", f);
-        return;
-    }
-    if (!*s) {
-        fputs(empty ? empty : "", f);
-        return;
-    }
-    const uint8_t *p = (const uint8_t *)s;
-    size_t len = strlen(s);
-    size_t i = 0;
-    while (i < len) {
-        uint8_t c = p[i];
-        if (c >= 0x20 && c < 0x7f) {
-            fputc(c, f);
-            i++;
-            continue;
-        }
-        if (c >= 0x80) {
-            size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-            /* A valid sequence prints as is, except the C1 controls U+0080..U+009F. */
-            if (i + n <= len && cli_utf8_valid(p + i, n) && !(c == 0xc2 && p[i + 1] < 0xa0)) {
-                fwrite(p + i, 1, n, f);
-                i += n;
-                continue;
-            }
-        }
-        fprintf(f, "\\x%02x", c);
-        i++;
-    }
-}
-
 static void verdict_text(const struct cli_outcome *o, char *buf, size_t len)
 {
     char reason[32];
@@ -91,6 +57,32 @@ static const char *code_ran(const struct cli_outcome *o)
     return "unknown";
 }
 
+static void line(FILE *f, const char *label, const char *value, const char *empty);
+
+/* Placement: the backend that answered, those that refused before it (each proved nothing ran
+ * there), and, when none was sent anything, why each was left out. */
+static void card_placement(FILE *f, const struct plc_choice *c)
+{
+    line(f, "backend:", c->backend[0] ? c->backend : NULL, "");
+    for (size_t i = 0; i < c->n_refused; i++) {
+        fprintf(f, "%-16s %s: ", i ? "" : "refused before:", c->refused[i].backend);
+        cli_put_safe(f, c->refused[i].why, "");
+        fputc('\n', f);
+    }
+}
+
+void cli_print_placement(FILE *f, const struct plc_choice *c)
+{
+    fputs("[backend ", f);
+    cli_put_safe(f, c->backend, "");
+    fputc(']', f);
+    for (size_t i = 0; i < c->n_refused; i++) {
+        fprintf(f, "%s%s: ", i ? "; " : " refused before: ", c->refused[i].backend);
+        cli_put_safe(f, c->refused[i].why, "");
+    }
+    fputc('\n', f);
+}
+
 static bool has_checked_result(const struct cli_run_report *r)
 {
     return r->resp && (r->o->verdict == CLI_V_RAN || r->o->verdict == CLI_V_EVIDENCE_MISMATCH);
@@ -116,6 +108,8 @@ void cli_card_print(FILE *f, const struct cli_run_report *r)
     line(f, "requested floor:", r->floor, "(none)");
     line(f, "actual tier:", resp ? S(resp->isolation) : NULL, "(empty)");
     line(f, "provider:", resp ? S(resp->sandbox) : NULL, "(empty)");
+    if (r->choice)
+        card_placement(f, r->choice);
     line(f, "environment:", resp ? S(resp->environment) : NULL, "(empty)");
     if (resp && resp->software_identity && *resp->software_identity)
         line(f, "software:", resp->software_identity, "");
@@ -181,6 +175,24 @@ static int set_str(json_t *o, const char *k, const char *v)
             return -1;
     }
     return json_object_set_new(o, k, s);
+}
+
+static int json_placement(json_t *j, const struct plc_choice *c)
+{
+    json_t *refused = json_array(), *skipped = json_array();
+    int bad = json_object_set_new(j, "refused_before", refused) | json_object_set_new(j, "skipped", skipped);
+    bad |= c->backend[0] ? set_str(j, "backend", c->backend) : json_object_set_new(j, "backend", json_null());
+    const struct plc_pass *lists[2] = {c->refused, c->skipped};
+    size_t ns[2] = {c->n_refused, c->n_skipped};
+    json_t *arrays[2] = {refused, skipped};
+    for (size_t k = 0; k < 2 && !bad; k++) {
+        for (size_t i = 0; i < ns[k] && !bad; i++) {
+            json_t *e = json_object();
+            bad |= json_array_append_new(arrays[k], e);
+            bad |= set_str(e, "backend", lists[k][i].backend) | set_str(e, "why", lists[k][i].why);
+        }
+    }
+    return bad ? -1 : 0;
 }
 
 int cli_json_set_bytes(json_t *o, const char *k, const char *enc_k, const ProtobufCBinaryData *b)
@@ -250,6 +262,8 @@ json_t *cli_card_json(const struct cli_run_report *r)
     if (o->detail_disregarded)
         bad |= json_object_set_new(j, "not_dispatched_disregarded", json_true());
     bad |= json_object_set_new(j, "round_trip_ms", json_integer((json_int_t)llround(r->elapsed_s * 1000.0)));
+    if (r->choice)
+        bad |= json_placement(j, r->choice);
     if (resp) {
         bad |= set_str(j, "isolation", resp->isolation);
         bad |= set_str(j, "provider", resp->sandbox);

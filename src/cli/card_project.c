@@ -112,25 +112,3 @@ int cli_card_json_project(json_t *j, const Plimsoll__V1__ProjectResult *p, bool 
     return bad ? -1 : 0;
 }
 
-int cli_exit_status_project(const struct cli_outcome *o, const Plimsoll__V1__ProjectResult *p)
-{
-    if (o->verdict != CLI_V_RAN)
-        return cli_exit_status(o, NULL);
-    if (!p)
-        return CLI_EXIT_RECORD;
-    if (p->outcome == PLIMSOLL__V1__PROJECT_OUTCOME__PROJECT_OUTCOME_TIMED_OUT)
-        return 124;
-    if (p->outcome != PLIMSOLL__V1__PROJECT_OUTCOME__PROJECT_OUTCOME_COMPLETED)
-        return 1;
-    for (size_t i = 0; i < p->n_steps; i++) {
-        const Plimsoll__V1__StepResult *st = p->steps[i];
-        if (!st)
-            continue;
-        int32_t code = st->exit_code;
-        if (st->timed_out && code == 0)
-            code = 124;
-        if (code != 0)
-            return code < 0 || code >= CLI_EXIT_GUEST_OUT_OF_RANGE ? CLI_EXIT_GUEST_OUT_OF_RANGE : code;
-    }
-    return 0;
-}

@@ -13,13 +13,15 @@
 
 void cli_usage_describe(FILE *f)
 {
-    fputs("usage: plimsoll describe [--url URL] [--token-file FILE] [--json]\n"
+    fputs("usage: plimsoll describe [--url URL] [--token-file FILE | --backends FILE] [--json]\n"
           "\n"
           "Asks the daemon what it runs: provider, tier, protocol, payload environments, resources,\n"
           "policy and the evidence card behind the tier (each startup check with pass or FAIL).\n"
           "\n"
           "  --url URL          daemon base URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL ")\n"
           "  --token-file FILE  bearer token file (default $PLIMSOLL_TOKEN, else no token)\n"
+          "  --backends FILE    describe every daemon of a backends file (docs/cli.md), each under\n"
+          "                     a `== backend NAME ==` line (--json: one object keyed by name)\n"
           "  --json             print the DescribeResponse as proto3 JSON on stdout\n"
           "  -h, --help         this text\n"
           "\n"
@@ -53,13 +55,60 @@ static void print_failure(const struct cli_outcome *o)
     fputc('\n', stderr);
 }
 
+/* Every backend of a pool: its Describe, or why it has none. The worst status wins. */
+static int describe_pool(struct plc_pool *p, bool json_out)
+{
+    int status = 0;
+    cli_cleanup_json json_t *all = json_out ? json_object() : NULL;
+    if (json_out && !all)
+        return CLI_EXIT_TRANSPORT;
+    for (size_t i = 0; i < p->n; i++) {
+        struct cli_outcome o;
+        cli_cleanup_pb Plimsoll__V1__DescribeResponse *d = cli_describe_call(&p->b[i].conn, &o);
+        if (!json_out) {
+            printf("== backend %s (%s) ==\n", p->b[i].name, p->b[i].url);
+            fflush(stdout);
+        }
+        int s = 0;
+        if (!d) {
+            fprintf(stderr, "backend %s: ", p->b[i].name);
+            print_failure(&o);
+            s = cli_exit_status(&o, NULL);
+        } else if (d->protocol != CLI_PROTOCOL) {
+            fprintf(stderr, "backend %s: serves protocol %u; this client speaks %d\n", p->b[i].name, d->protocol,
+                    CLI_PROTOCOL);
+            s = CLI_EXIT_TRANSPORT;
+        }
+        if (d && json_out) {
+            size_t n = 0;
+            cleanup_free char *text = wire_json_encode(&d->base, &n);
+            json_t *one = text ? json_loadb(text, n, 0, NULL) : NULL;
+            if (!one || json_object_set_new(all, p->b[i].name, one) < 0)
+                return CLI_EXIT_TRANSPORT;
+        } else if (d) {
+            cli_describe_print(stdout, d);
+        } else if (json_out && json_object_set_new(all, p->b[i].name, json_null()) < 0) {
+            return CLI_EXIT_TRANSPORT;
+        }
+        if (s && !status)
+            status = s;
+    }
+    if (json_out) {
+        json_dumpf(all, stdout, JSON_COMPACT);
+        fputc('\n', stdout);
+    }
+    fflush(stdout);
+    return status;
+}
+
 int cli_cmd_describe(int argc, char **argv)
 {
-    const char *url_flag = NULL, *token_file = NULL;
+    const char *url_flag = NULL, *token_file = NULL, *backends = NULL;
     bool json_out = false;
     static const struct option opts[] = {
         {"url", required_argument, NULL, 'u'},
         {"token-file", required_argument, NULL, 'k'},
+        {"backends", required_argument, NULL, 'b'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -71,6 +120,7 @@ int cli_cmd_describe(int argc, char **argv)
         switch (c) {
         case 'u': url_flag = optarg; break;
         case 'k': token_file = optarg; break;
+        case 'b': backends = optarg; break;
         case 'j': json_out = true; break;
         case 'h': cli_usage_describe(stdout); return 0;
         case ':': return cli_usage_error("describe", "option `%s` needs a value", argv[optind - 1]);
@@ -80,6 +130,14 @@ int cli_cmd_describe(int argc, char **argv)
     if (optind < argc)
         return cli_usage_error("describe", "unexpected argument `%s`", argv[optind]);
 
+    if (backends) {
+        struct cli_target t = {.url_flag = url_flag, .token_file = token_file, .backends = backends};
+        int r = cli_target_open(&t, "describe");
+        if (r == 0)
+            r = describe_pool(&t.pool, json_out);
+        cli_target_done(&t);
+        return r;
+    }
     struct plm_err err = {0};
     char *token = NULL;
     if (cli_token_load(token_file, &token, &err) < 0) {

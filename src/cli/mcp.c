@@ -28,7 +28,7 @@ enum {
 
 void cli_usage_mcp(FILE *f)
 {
-    fputs("usage: plimsoll mcp [--url URL] [--token-file FILE]\n"
+    fputs("usage: plimsoll mcp [--url URL] [--token-file FILE | --backends FILE]\n"
           "\n"
           "Serves the Model Context Protocol on standard input and output (JSON-RPC 2.0, one message\n"
           "per line) for an agent host. Tools: run_javascript (code, timeout, min_isolation, grant),\n"
@@ -41,6 +41,8 @@ void cli_usage_mcp(FILE *f)
           "\n"
           "  --url URL          daemon base URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL ")\n"
           "  --token-file FILE  bearer token file, read for each call (default $PLIMSOLL_TOKEN)\n"
+          "  --backends FILE    place every call on one of several daemons (docs/cli.md); a session\n"
+          "                     stays on the daemon that opened it\n"
           "  -h, --help         this text\n"
           "\n"
           "See docs/mcp.md for host configuration.\n",
@@ -153,10 +155,11 @@ static int write_message(json_t *m)
 int cli_cmd_mcp(int argc, char **argv)
 {
     struct mcp_server s = {0};
-    const char *url_flag = NULL;
+    const char *url_flag = NULL, *backends = NULL;
     static const struct option opts[] = {
         {"url", required_argument, NULL, 'u'},
         {"token-file", required_argument, NULL, 'k'},
+        {"backends", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -167,6 +170,7 @@ int cli_cmd_mcp(int argc, char **argv)
         switch (c) {
         case 'u': url_flag = optarg; break;
         case 'k': s.token_file = optarg; break;
+        case 'b': backends = optarg; break;
         case 'h': cli_usage_mcp(stdout); return 0;
         default:
             fprintf(stderr, "plimsoll mcp: %s `%s`\n(try `plimsoll mcp --help`)\n",
@@ -179,6 +183,22 @@ int cli_cmd_mcp(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     s.url = cli_base_url(url_flag);
+    struct plc_pool pool;
+    if (backends) {
+        struct plm_err err = {0};
+        if (url_flag || s.token_file) {
+            fprintf(stderr, "plimsoll mcp: --backends names every daemon with its own token: not with --url or "
+                            "--token-file\n");
+            return CLI_EXIT_USAGE;
+        }
+        plc_pool_init(&pool);
+        if (plc_pool_load(&pool, backends, &err) < 0) {
+            fprintf(stderr, "plimsoll mcp: %s\n", err.msg);
+            return CLI_EXIT_USAGE;
+        }
+        s.pool = &pool;
+        s.url = "the daemons of --backends";
+    }
 
     struct mcp_reader rd;
     mcp_reader_init(&rd, STDIN_FILENO);
@@ -217,5 +237,7 @@ int cli_cmd_mcp(int argc, char **argv)
     }
     mcp_sessions_close_all(&s); /* the host went away: leave no session behind */
     mcp_reader_done(&rd);
+    if (s.pool)
+        plc_pool_done(s.pool);
     return status;
 }

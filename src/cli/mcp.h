@@ -35,12 +35,14 @@ struct mcp_session {
     bool used;
     char handle[16]; /* "s<n>" */
     char language[16], floor[16];
+    char backend[PLC_NAME_MAX]; /* --backends: the daemon it was placed on */
     struct cli_session s;
 };
 
 struct mcp_server {
     const char *url;        /* daemon base URL */
     const char *token_file; /* --token-file, else $PLIMSOLL_TOKEN (read per call) */
+    struct plc_pool *pool;  /* --backends: every call placed on one of these daemons; else NULL */
     bool initialized;       /* initialize answered */
     char protocol[16];      /* the revision agreed */
     struct mcp_session sessions[MCP_SESSIONS_MAX];
@@ -66,6 +68,10 @@ json_t *mcp_bad_arguments(const char *why);
 json_t *mcp_run_limits(json_t *args, int32_t *timeout_ms, const char **floor);
 /* NULL with *token loaded, or the tool error saying the token could not be read. */
 json_t *mcp_load_token(const struct mcp_server *s, char **token);
+/* One checked call through `send`: to the one daemon (with token), or placed on the pool, then
+ * call->rep.choice = choice. Returns as cli_target_run. */
+int mcp_send(const struct mcp_server *s, const char *token, enum plc_kind kind, const char *floor, bool grant,
+             plc_send_fn send, void *ctx, struct cli_run_call *call, struct plc_choice *choice);
 /* The answer text of one tool, from the checked call and its card as JSON. */
 typedef char *(*mcp_text_fn)(const struct cli_run_call *call, const json_t *card, const char *url);
 /* The CallToolResult of a finished call (rc: the cli_run_* return); consumes the call. */

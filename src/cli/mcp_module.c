@@ -99,6 +99,17 @@ static char *module_text(const struct cli_run_call *call, const json_t *j, const
 
 static bool positive_number(json_t *v) { return json_is_number(v) && json_number_value(v) > 0; }
 
+struct module_send {
+    Plimsoll__V1__ModuleRun *run;
+    int32_t timeout_ms;
+};
+
+static int send_module(const struct cli_conn *conn, const char *floor, void *ctx, struct cli_run_call *call)
+{
+    const struct module_send *m = ctx;
+    return cli_run_module(conn, m->run, floor, m->timeout_ms, call);
+}
+
 json_t *mcp_run_module(const struct mcp_server *s, json_t *args)
 {
     const char *key;
@@ -157,9 +168,10 @@ json_t *mcp_run_module(const struct mcp_server *s, json_t *args)
     char *token = NULL;
     if ((bad = mcp_load_token(s, &token)))
         return bad;
-    struct cli_conn conn = {.url = s->url, .token = token};
+    struct module_send ms = {.run = &run, .timeout_ms = timeout_ms};
     struct cli_run_call call;
-    int r = cli_run_module(&conn, &run, floor, timeout_ms, &call);
+    struct plc_choice choice;
+    int r = mcp_send(s, token, PLC_MODULE, floor, false, send_module, &ms, &call, &choice);
     cli_token_free(token);
     return mcp_call_result(&call, r, module_text, s->url);
 }

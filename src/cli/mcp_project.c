@@ -95,6 +95,17 @@ static char *project_text(const struct cli_run_call *call, const json_t *j, cons
     return buf;
 }
 
+struct project_send {
+    Plimsoll__V1__ProjectRun *pr;
+    int32_t timeout_ms;
+};
+
+static int send_project(const struct cli_conn *conn, const char *floor, void *ctx, struct cli_run_call *call)
+{
+    const struct project_send *p = ctx;
+    return cli_run_project(conn, p->pr, floor, p->timeout_ms, call);
+}
+
 json_t *mcp_run_project(const struct mcp_server *s, json_t *args)
 {
     const char *key;
@@ -164,9 +175,10 @@ json_t *mcp_run_project(const struct mcp_server *s, json_t *args)
     char *token = NULL;
     if ((bad = mcp_load_token(s, &token)))
         return bad;
-    struct cli_conn conn = {.url = s->url, .token = token};
+    struct project_send ps = {.pr = &pr, .timeout_ms = timeout_ms};
     struct cli_run_call call;
-    int r = cli_run_project(&conn, &pr, floor, timeout_ms, &call);
+    struct plc_choice choice;
+    int r = mcp_send(s, token, PLC_PROJECT, floor, grant && *grant, send_project, &ps, &call, &choice);
     cli_token_free(token);
     return mcp_call_result(&call, r, project_text, s->url);
 }

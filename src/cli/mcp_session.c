@@ -199,9 +199,11 @@ static json_t *captured(struct mcp_session *ms, const char *token, int (*fn)(str
     }
     ms->s.out = fo;
     ms->s.err = fe;
-    ms->s.conn.token = token;
+    if (token) /* one daemon: its token for this call only; a pooled session keeps its backend's */
+        ms->s.conn.token = token;
     int rc = fn(&ms->s, arg);
-    ms->s.conn.token = NULL;
+    if (token)
+        ms->s.conn.token = NULL;
     ms->s.out = ms->s.err = NULL;
     int c1 = fclose(fo), c2 = fclose(fe);
     json_t *r = NULL;
@@ -229,6 +231,22 @@ static int do_close(struct cli_session *s, const void *unused)
 {
     (void)unused;
     return cli_session_close(s);
+}
+
+/* --backends: the session is placed once; every later call goes to the daemon that opened it. */
+struct placed_open {
+    struct plc_pool *pool;
+    const char *owner;
+    struct plc_choice choice;
+};
+
+static int do_open_placed(struct cli_session *s, const void *arg)
+{
+    struct placed_open *po = (struct placed_open *)arg;
+    int rc = plc_session_open(po->pool, &(struct plc_requirement){0}, s, po->owner, &po->choice);
+    if (po->choice.backend[0])
+        cli_print_placement(s->err, &po->choice);
+    return rc;
 }
 
 static struct mcp_session *new_slot(struct mcp_server *s)
@@ -262,7 +280,21 @@ static json_t *open_in(struct mcp_server *s, const char *lang, const char *floor
     json_t *bad = mcp_load_token(s, &token);
     if (bad)
         return bad;
-    json_t *r = captured(ms, token, do_open, owner, NULL);
+    json_t *r;
+    if (s->pool) {
+        struct placed_open *po = calloc(1, sizeof *po);
+        if (!po)
+            return NULL;
+        *po = (struct placed_open){.pool = s->pool, .owner = owner};
+        r = captured(ms, NULL, do_open_placed, po, NULL);
+        /* The merged floor lived in the choice: keep it with the session. */
+        snprintf(ms->floor, sizeof ms->floor, "%s", po->choice.floor);
+        ms->s.floor = ms->floor;
+        snprintf(ms->backend, sizeof ms->backend, "%s", po->choice.backend);
+        free(po);
+    } else {
+        r = captured(ms, token, do_open, owner, NULL);
+    }
     cli_token_free(token);
     if (r && !json_is_true(json_object_get(r, "isError"))) {
         ms->used = true;

@@ -83,9 +83,25 @@ json_t *mcp_run_limits(json_t *args, int32_t *timeout_ms, const char **floor)
     return NULL;
 }
 
+int mcp_send(const struct mcp_server *s, const char *token, enum plc_kind kind, const char *floor, bool grant,
+             plc_send_fn send, void *ctx, struct cli_run_call *call, struct plc_choice *choice)
+{
+    if (!s->pool) {
+        struct cli_conn conn = {.url = s->url, .token = token};
+        return send(&conn, floor, ctx, call);
+    }
+    struct plc_requirement req = {.grant_profile = grant};
+    int r = plc_run(s->pool, kind, floor, &req, send, ctx, call, choice);
+    call->rep.choice = choice;
+    return r < 0 && call->o.refusal == PLM_REFUSAL_REQUEST ? -1 : 0;
+}
+
 json_t *mcp_load_token(const struct mcp_server *s, char **token)
 {
     struct plm_err err = {0};
+    *token = NULL;
+    if (s->pool)
+        return NULL; /* each backend has its own, from the backends file */
     if (cli_token_load(s->token_file, token, &err) == 0)
         return NULL;
     char text[640];
@@ -198,6 +214,17 @@ static char *run_text(const struct cli_run_call *call, const json_t *j, const ch
     return buf;
 }
 
+struct snippet_send {
+    const char *code, *grant;
+    int32_t timeout_ms;
+};
+
+static int send_snippet(const struct cli_conn *conn, const char *floor, void *ctx, struct cli_run_call *call)
+{
+    const struct snippet_send *ss = ctx;
+    return cli_run_javascript(conn, ss->code, ss->grant, floor, ss->timeout_ms, call);
+}
+
 static json_t *run_javascript(const struct mcp_server *s, json_t *args)
 {
     const char *known[] = {"code", "timeout", "min_isolation", "grant"};
@@ -230,17 +257,60 @@ static json_t *run_javascript(const struct mcp_server *s, json_t *args)
     char *token = NULL;
     if ((bad = mcp_load_token(s, &token)))
         return bad;
-    struct cli_conn conn = {.url = s->url, .token = token};
+    struct snippet_send ss = {.code = json_string_value(code), .grant = grant, .timeout_ms = timeout_ms};
     struct cli_run_call call;
-    int r = cli_run_javascript(&conn, json_string_value(code), grant, floor, timeout_ms, &call);
+    struct plc_choice choice;
+    int r = mcp_send(s, token, PLC_JAVASCRIPT, floor, *grant != '\0', send_snippet, &ss, &call, &choice);
     cli_token_free(token);
     return mcp_call_result(&call, r, run_text, s->url);
+}
+
+/* --backends: every daemon's Describe under its name (text), and an object keyed by name. */
+static json_t *describe_pool(const struct mcp_server *s)
+{
+    cleanup_free char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    json_t *structured = json_object();
+    bool failed = false;
+    if (!m || !structured) {
+        if (m)
+            fclose(m);
+        json_decref(structured);
+        return NULL;
+    }
+    for (size_t i = 0; i < s->pool->n; i++) {
+        struct plc_backend *b = &s->pool->b[i];
+        struct cli_outcome o;
+        cli_cleanup_pb Plimsoll__V1__DescribeResponse *d = cli_describe_call(&b->conn, &o);
+        fprintf(m, "== backend %s ==\n", b->name);
+        if (!d) {
+            failed = true;
+            fprintf(m, "could not be described (%s): ", cli_verdict_name(o.verdict));
+            cli_put_safe(m, o.message, "");
+            fputc('\n', m);
+            json_object_set_new(structured, b->name, json_null());
+            continue;
+        }
+        cli_describe_print(m, d);
+        size_t jn = 0;
+        cleanup_free char *js = wire_json_encode(&d->base, &jn);
+        json_t *one = js ? json_loadb(js, jn, 0, NULL) : NULL;
+        json_object_set_new(structured, b->name, one ? one : json_null());
+    }
+    if (fclose(m) != 0) {
+        json_decref(structured);
+        return NULL;
+    }
+    return mcp_tool_result(failed, buf, NULL, structured);
 }
 
 static json_t *describe(const struct mcp_server *s, json_t *args)
 {
     if (args && json_object_size(args) > 0)
         return mcp_bad_arguments("describe takes no arguments");
+    if (s->pool)
+        return describe_pool(s);
     struct plm_err err = {0};
     char *token = NULL;
     if (cli_token_load(s->token_file, &token, &err) < 0) {
@@ -299,6 +369,25 @@ json_t *mcp_tools_list(const struct mcp_server *s)
     json_t *r = base_tools();
     if (!r)
         return NULL;
+    if (s->pool) {
+        /* A pool: the tools of its most capable backend that describes; each call is then placed
+         * on a backend that can take it, or refused naming why none could. */
+        const Plimsoll__V1__DescribeResponse *best = NULL;
+        int best_score = -1;
+        for (size_t i = 0; i < s->pool->n; i++) {
+            struct plc_backend *b = &s->pool->b[i];
+            if (plc_describe(s->pool, b) < 0)
+                continue;
+            int score = 4 * !!b->desc->supports_sessions + 2 * !!b->desc->supports_project + !!b->desc->supports_module;
+            if (score > best_score) {
+                best = b->desc;
+                best_score = score;
+            }
+        }
+        if (best)
+            mcp_tailor_tools(r, best);
+        return r;
+    }
     struct plm_err err = {0};
     char *token = NULL;
     if (cli_token_load(s->token_file, &token, &err) < 0)

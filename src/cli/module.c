@@ -18,6 +18,7 @@ void cli_usage_module(FILE *f)
 {
     fputs("usage: plimsoll module MODEL --rows FILE --end T --step S [--min-isolation TIER]\n"
           "                       [--timeout SECONDS] [--json | --csv] [--url URL] [--token-file FILE]\n"
+          "                       [--backends FILE]\n"
           "\n"
           "Runs every row of parameters in FILE through the compiled model MODEL (see `plimsoll\n"
           "describe` for the models this daemon has), from time 0 to T in steps of S, and checks the\n"
@@ -35,6 +36,7 @@ void cli_usage_module(FILE *f)
           "  --json                 one JSON object: the run card and `module` {outcome, width, runs}\n"
           "  --url URL              daemon base URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL ")\n"
           "  --token-file FILE      bearer token file (default $PLIMSOLL_TOKEN, else no token)\n"
+          "  --backends FILE        place the run on one of several daemons (docs/cli.md)\n"
           "  -h, --help             this text\n"
           "\n"
           "Every double is printed in the shortest form that reads back as the same bits (-0 and\n"
@@ -46,7 +48,7 @@ void cli_usage_module(FILE *f)
 }
 
 struct module_args {
-    const char *model, *rows, *end, *step, *floor, *timeout, *url, *token_file;
+    const char *model, *rows, *end, *step, *floor, *timeout, *url, *token_file, *backends;
     bool json, csv, floor_set;
 };
 
@@ -57,6 +59,7 @@ static int parse_args(int argc, char **argv, struct module_args *a)
         {"step", required_argument, NULL, 's'},          {"min-isolation", required_argument, NULL, 'i'},
         {"timeout", required_argument, NULL, 't'},       {"url", required_argument, NULL, 'u'},
         {"token-file", required_argument, NULL, 'k'},    {"json", no_argument, NULL, 'j'},
+        {"backends", required_argument, NULL, 'b'},
         {"csv", no_argument, NULL, 'c'},                 {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -78,6 +81,7 @@ static int parse_args(int argc, char **argv, struct module_args *a)
             break;
         case 'u': a->url = optarg; break;
         case 'k': a->token_file = optarg; break;
+        case 'b': a->backends = optarg; break;
         case 'j': a->json = true; break;
         case 'c': a->csv = true; break;
         case 'h': cli_usage_module(stdout); return -1;
@@ -203,6 +207,17 @@ static int emit(const struct module_args *a, struct cli_run_call *call)
     return call->rep.exit_status;
 }
 
+struct module_send {
+    Plimsoll__V1__ModuleRun *run;
+    int32_t timeout_ms;
+};
+
+static int send_module(const struct cli_conn *conn, const char *floor, void *ctx, struct cli_run_call *call)
+{
+    const struct module_send *m = ctx;
+    return cli_run_module(conn, m->run, floor, m->timeout_ms, call);
+}
+
 static int run_module(const struct module_args *a)
 {
     enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
@@ -226,11 +241,12 @@ static int run_module(const struct module_args *a)
         return cli_usage_error("module", "%s", why);
     cleanup_free Plimsoll__V1__ModuleRow *mr = calloc(rows.n_rows, sizeof *mr);
     cleanup_free Plimsoll__V1__ModuleRow **mrp = calloc(rows.n_rows, sizeof *mrp);
-    char *token = NULL;
-    if (!mr || !mrp || cli_token_load(a->token_file, &token, &err) < 0) {
+    struct cli_target target = {.url_flag = a->url, .token_file = a->token_file, .backends = a->backends};
+    r = !mr || !mrp ? (fprintf(stderr, "plimsoll module: out of memory\n"), CLI_EXIT_USAGE)
+                    : cli_target_open(&target, "module");
+    if (r) {
         cli_rows_done(&rows);
-        fprintf(stderr, "plimsoll module: %s\n", mr && mrp ? err.msg : "out of memory");
-        return CLI_EXIT_USAGE;
+        return r;
     }
     for (size_t i = 0; i < rows.n_rows; i++) {
         plimsoll__v1__module_row__init(&mr[i]);
@@ -245,16 +261,17 @@ static int run_module(const struct module_args *a)
     run.end_time = end_time;
     run.step = step;
 
-    struct cli_conn conn = {.url = cli_base_url(a->url), .token = token};
+    struct module_send ms = {.run = &run, .timeout_ms = timeout_ms};
     struct cli_run_call call;
-    r = cli_run_module(&conn, &run, a->floor, timeout_ms, &call);
-    cli_token_free(token);
+    r = cli_target_run(&target, PLC_MODULE, a->floor, false, send_module, &ms, &call);
     if (r < 0) {
         cli_rows_done(&rows);
+        cli_target_done(&target);
         return cli_usage_error("module", "--min-isolation `%s`: must be process, container, kernel or vm", a->floor);
     }
     int status = emit(a, &call);
     cli_run_call_done(&call);
+    cli_target_done(&target);
     cli_rows_done(&rows);
     return status;
 }

@@ -251,15 +251,3 @@ int cli_rows_read_file(const char *path, struct cli_rows *out, char *why, size_t
     return r;
 }
 
-int cli_exit_status_module(const struct cli_outcome *o, const Plimsoll__V1__ModuleResult *m)
-{
-    if (o->verdict != CLI_V_RAN)
-        return cli_exit_status(o, NULL);
-    if (!m)
-        return CLI_EXIT_RECORD;
-    switch (m->outcome) {
-    case PLIMSOLL__V1__PROJECT_OUTCOME__PROJECT_OUTCOME_COMPLETED: return 0;
-    case PLIMSOLL__V1__PROJECT_OUTCOME__PROJECT_OUTCOME_TIMED_OUT: return 124;
-    default: return 1;
-    }
-}

@@ -19,7 +19,7 @@ void cli_usage_project(FILE *f)
 {
     fputs("usage: plimsoll project DIR --step CMD [--step CMD]... [--artifact PATH]... [--out DIR]\n"
           "                        [--grant PROFILE] [--min-isolation TIER] [--timeout SECONDS]\n"
-          "                        [--url URL] [--token-file FILE] [--json]\n"
+          "                        [--url URL] [--token-file FILE | --backends FILE] [--json]\n"
           "\n"
           "Sends the regular files under DIR (recursively; at most 200 files, 4 MiB of UTF-8 text in\n"
           "all) as one project, runs the shell steps in order in a fresh sandbox (stopping at the\n"
@@ -37,6 +37,7 @@ void cli_usage_project(FILE *f)
           "  --timeout SECONDS      run time limit, 0 < SECONDS <= 300 (default: the daemon's)\n"
           "  --url URL              daemon base URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL ")\n"
           "  --token-file FILE      bearer token file (default $PLIMSOLL_TOKEN, else no token)\n"
+          "  --backends FILE        place the run on one of several daemons (docs/cli.md)\n"
           "  --json                 print one JSON object (steps' output and artifacts included)\n"
           "  -h, --help             this text\n"
           "\n"
@@ -48,7 +49,7 @@ void cli_usage_project(FILE *f)
 }
 
 struct project_args {
-    const char *dir, *out, *grant, *floor, *timeout, *url, *token_file;
+    const char *dir, *out, *grant, *floor, *timeout, *url, *token_file, *backends;
     char **steps, **artifacts;
     size_t n_steps, n_artifacts;
     bool json, floor_set;
@@ -73,6 +74,7 @@ static int parse_args(int argc, char **argv, struct project_args *a)
         {"out", required_argument, NULL, 'o'},           {"grant", required_argument, NULL, 'g'},
         {"min-isolation", required_argument, NULL, 'i'}, {"timeout", required_argument, NULL, 't'},
         {"url", required_argument, NULL, 'u'},           {"token-file", required_argument, NULL, 'k'},
+        {"backends", required_argument, NULL, 'b'},
         {"json", no_argument, NULL, 'j'},                {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -111,6 +113,7 @@ static int parse_args(int argc, char **argv, struct project_args *a)
             break;
         case 'u': a->url = optarg; break;
         case 'k': a->token_file = optarg; break;
+        case 'b': a->backends = optarg; break;
         case 'j': a->json = true; break;
         case 'h': cli_usage_project(stdout); return -1;
         case ':': return cli_usage_error("project", "option `%s` needs a value", argv[optind - 1]);
@@ -209,6 +212,17 @@ static int emit(const struct project_args *a, struct cli_run_call *call, int out
     return rep->exit_status;
 }
 
+struct project_send {
+    Plimsoll__V1__ProjectRun *pr;
+    int32_t timeout_ms;
+};
+
+static int send_project(const struct cli_conn *conn, const char *floor, void *ctx, struct cli_run_call *call)
+{
+    const struct project_send *p = ctx;
+    return cli_run_project(conn, p->pr, floor, p->timeout_ms, call);
+}
+
 static int run_project(struct project_args *a)
 {
     enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
@@ -234,11 +248,12 @@ static int run_project(struct project_args *a)
     }
     cleanup_free Plimsoll__V1__ProjectFile *pf = calloc(files.n ? files.n : 1, sizeof *pf);
     cleanup_free Plimsoll__V1__ProjectFile **pfp = calloc(files.n ? files.n : 1, sizeof *pfp);
-    char *token = NULL;
-    if (!pf || !pfp || cli_token_load(a->token_file, &token, &err) < 0) {
+    struct cli_target target = {.url_flag = a->url, .token_file = a->token_file, .backends = a->backends};
+    int r = !pf || !pfp ? (fprintf(stderr, "plimsoll project: out of memory\n"), CLI_EXIT_USAGE)
+                        : cli_target_open(&target, "project");
+    if (r) {
         cli_project_files_done(&files);
-        fprintf(stderr, "plimsoll project: %s\n", pf && pfp ? err.msg : "out of memory");
-        return CLI_EXIT_USAGE;
+        return r;
     }
     for (size_t i = 0; i < files.n; i++) {
         plimsoll__v1__project_file__init(&pf[i]);
@@ -255,15 +270,17 @@ static int run_project(struct project_args *a)
     pr.artifacts = a->artifacts;
     pr.grant_profile = (char *)(a->grant ? a->grant : "");
 
-    struct cli_conn conn = {.url = cli_base_url(a->url), .token = token};
+    struct project_send ps = {.pr = &pr, .timeout_ms = timeout_ms};
     struct cli_run_call call;
-    int r = cli_run_project(&conn, &pr, a->floor, timeout_ms, &call);
-    cli_token_free(token);
+    r = cli_target_run(&target, PLC_PROJECT, a->floor, a->grant != NULL, send_project, &ps, &call);
     cli_project_files_done(&files);
-    if (r < 0)
+    if (r < 0) {
+        cli_target_done(&target);
         return cli_usage_error("project", "--min-isolation `%s`: must be process, container, kernel or vm", a->floor);
+    }
     int status = emit(a, &call, out_fd);
     cli_run_call_done(&call);
+    cli_target_done(&target);
     if (created && call.o.verdict != CLI_V_RAN)
         rmdir(a->out); /* ours and still empty: leave no trace of a run that wrote nothing */
     return status;

@@ -19,7 +19,7 @@ static bool only_blank_line(const char *s)
 void cli_usage_repl(FILE *f)
 {
     fputs("usage: plimsoll repl [--language javascript|python] [--min-isolation TIER] [--timeout SECONDS]\n"
-          "                     [--owner NAME] [--url URL] [--token-file FILE]\n"
+          "                     [--owner NAME] [--url URL] [--token-file FILE | --backends FILE]\n"
           "\n"
           "Opens a session, runs cells read from standard input in it, checks every answer's record\n"
           "and the session chain (fingerprint, sequence, previous digest), prints each cell's output\n"
@@ -36,6 +36,8 @@ void cli_usage_repl(FILE *f)
           "  --owner NAME           the session's owner label (per-owner caps, docs/sessions.md)\n"
           "  --url URL              daemon base URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL ")\n"
           "  --token-file FILE      bearer token file (default $PLIMSOLL_TOKEN, else no token)\n"
+          "  --backends FILE        open the session on one of several daemons (docs/cli.md); every\n"
+          "                         cell goes to the daemon that opened it\n"
           "\n"
           "Exit status: 0 all checked; 200 the open was refused; 202 a record or the chain did not\n"
           "check; 203 transport error; 204 usage error; 205 server error that may have run.\n",
@@ -94,11 +96,13 @@ static char *next_cell(bool tty, struct cli_cell *cell)
 int cli_cmd_repl(int argc, char **argv)
 {
     struct cli_session r = {.language = "javascript", .floor = "", .floor_tier = PLM_TIER_UNKNOWN, .out = stdout, .err = stderr};
-    const char *url_flag = NULL, *token_file = NULL, *owner = NULL, *timeout_arg = NULL;
+    const char *owner = NULL, *timeout_arg = NULL;
+    struct cli_target target = {0};
     static const struct option opts[] = {
         {"language", required_argument, NULL, 'l'}, {"min-isolation", required_argument, NULL, 'i'},
         {"timeout", required_argument, NULL, 't'},  {"owner", required_argument, NULL, 'o'},
         {"url", required_argument, NULL, 'u'},      {"token-file", required_argument, NULL, 'k'},
+        {"backends", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -110,8 +114,9 @@ int cli_cmd_repl(int argc, char **argv)
         case 'i': r.floor = optarg; break;
         case 't': timeout_arg = optarg; break;
         case 'o': owner = optarg; break;
-        case 'u': url_flag = optarg; break;
-        case 'k': token_file = optarg; break;
+        case 'u': target.url_flag = optarg; break;
+        case 'k': target.token_file = optarg; break;
+        case 'b': target.backends = optarg; break;
         case 'h': cli_usage_repl(stdout); return 0;
         case ':': return cli_usage_error("repl", "option `%s` needs a value", argv[optind - 1]);
         default: return cli_usage_error("repl", "unknown option `%s`", argv[optind - 1]);
@@ -131,13 +136,18 @@ int cli_cmd_repl(int argc, char **argv)
             return cli_usage_error("repl", "--timeout `%s`: seconds, 0 < S <= 300", timeout_arg);
         r.timeout_ms = (int32_t)(s * 1000);
     }
-    char *token = NULL;
-    if (cli_token_load(token_file, &token, &err) < 0) {
-        fprintf(stderr, "plimsoll repl: %s\n", err.msg);
-        return CLI_EXIT_USAGE;
+    int rc = cli_target_open(&target, "repl");
+    if (rc)
+        return rc;
+    if (target.pooled) {
+        /* Placed once: every cell and the close go to the daemon that opened the session. */
+        rc = plc_session_open(&target.pool, &(struct plc_requirement){0}, &r, owner, &target.choice);
+        if (target.choice.backend[0])
+            cli_print_placement(stderr, &target.choice);
+    } else {
+        r.conn = target.conn;
+        rc = cli_session_open(&r, owner);
     }
-    r.conn = (struct cli_conn){.url = cli_base_url(url_flag), .token = token};
-    int rc = cli_session_open(&r, owner);
     if (rc == 0) {
         bool tty = isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
         if (tty)
@@ -159,6 +169,6 @@ int cli_cmd_repl(int argc, char **argv)
         if (rc == 0)
             rc = x;
     }
-    cli_token_free(token);
+    cli_target_done(&target);
     return rc;
 }

@@ -21,7 +21,8 @@
 void cli_usage_run(FILE *f)
 {
     fputs("usage: plimsoll run [-e CODE | FILE | -] [--grant PROFILE] [--min-isolation TIER]\n"
-          "                    [--timeout SECONDS] [--url URL] [--token-file FILE] [--json]\n"
+          "                    [--timeout SECONDS] [--url URL] [--token-file FILE | --backends FILE]\n"
+          "                    [--json]\n"
           "\n"
           "Runs one JavaScript snippet in the daemon's sandbox and checks the answer: the request id\n"
           "echo, the run record's digests, and the actual tier against the floor.\n"
@@ -36,6 +37,8 @@ void cli_usage_run(FILE *f)
           "  --timeout SECONDS      run time limit, 0 < SECONDS <= 300 (default: the daemon's)\n"
           "  --url URL              daemon base URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL ")\n"
           "  --token-file FILE      bearer token file (default $PLIMSOLL_TOKEN, else no token)\n"
+          "  --backends FILE        place the run on one of several daemons (a JSON list of name,\n"
+          "                         url, token_file, ca; docs/cli.md); the card names the backend\n"
           "  --json                 print one JSON object on stdout instead of the guest output\n"
           "                         and the run card\n"
           "  -h, --help             this text\n"
@@ -124,10 +127,21 @@ static int emit(const struct cli_run_report *r, const Plimsoll__V1__JavaScriptRe
     return rep.exit_status;
 }
 
+struct snippet {
+    const char *code, *grant;
+    int32_t timeout_ms;
+};
+
+static int send_snippet(const struct cli_conn *conn, const char *floor, void *ctx, struct cli_run_call *call)
+{
+    const struct snippet *s = ctx;
+    return cli_run_javascript(conn, s->code, s->grant, floor, s->timeout_ms, call);
+}
+
 int cli_cmd_run(int argc, char **argv)
 {
-    const char *code_arg = NULL, *floor = "", *timeout_arg = NULL, *url_flag = NULL, *token_file = NULL,
-               *grant = NULL;
+    const char *code_arg = NULL, *floor = "", *timeout_arg = NULL, *grant = NULL;
+    struct cli_target target = {0};
     bool json_out = false, floor_set = false;
     static const struct option opts[] = {
         {"eval", required_argument, NULL, 'e'},
@@ -136,6 +150,7 @@ int cli_cmd_run(int argc, char **argv)
         {"grant", required_argument, NULL, 'g'},
         {"url", required_argument, NULL, 'u'},
         {"token-file", required_argument, NULL, 'k'},
+        {"backends", required_argument, NULL, 'b'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -166,8 +181,9 @@ int cli_cmd_run(int argc, char **argv)
                 return cli_usage_error("run", "%s", "--grant given twice");
             grant = optarg;
             break;
-        case 'u': url_flag = optarg; break;
-        case 'k': token_file = optarg; break;
+        case 'u': target.url_flag = optarg; break;
+        case 'k': target.token_file = optarg; break;
+        case 'b': target.backends = optarg; break;
         case 'j': json_out = true; break;
         case 'h': cli_usage_run(stdout); return 0;
         case ':': return cli_usage_error("run", "option `%s` needs a value", argv[optind - 1]);
@@ -204,20 +220,17 @@ int cli_cmd_run(int argc, char **argv)
     if (!cli_utf8_valid((const uint8_t *)code, code_len))
         return cli_usage_error("run", "%s", "the snippet is not valid UTF-8");
 
-    char *token = NULL;
-    if (cli_token_load(token_file, &token, &err) < 0) {
-        fprintf(stderr, "plimsoll run: %s\n", err.msg);
-        return CLI_EXIT_USAGE;
-    }
-
-    struct cli_conn conn = {.url = cli_base_url(url_flag), .token = token};
+    if ((r = cli_target_open(&target, "run")))
+        return r;
+    struct snippet s = {.code = code, .grant = grant, .timeout_ms = timeout_ms};
     struct cli_run_call call;
-    r = cli_run_javascript(&conn, code, grant, floor, timeout_ms, &call);
-    cli_token_free(token);
-    token = NULL;
-    if (r < 0)
+    r = cli_target_run(&target, PLC_JAVASCRIPT, floor, grant != NULL, send_snippet, &s, &call);
+    if (r < 0) {
+        cli_target_done(&target);
         return cli_usage_error("run", "--min-isolation `%s`: must be process, container, kernel or vm", floor);
+    }
     int status = emit(&call.rep, call.js, json_out);
     cli_run_call_done(&call);
+    cli_target_done(&target);
     return status;
 }

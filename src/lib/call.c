@@ -10,7 +10,7 @@
 
 #include "../core/cleanup.h"
 #include "../wire/json_codec.h"
-#include "cli.h"
+#include "client.h"
 
 #define RUN_PATH "/plimsoll.v1.SandboxService/Run"
 #define DESCRIBE_PATH "/plimsoll.v1.SandboxService/Describe"

@@ -19,7 +19,7 @@
 #include "../core/buf.h"
 #include "../core/cleanup.h"
 #include "../core/limits.h"
-#include "cli.h"
+#include "client.h"
 
 int cli_request_id(char out[33])
 {
@@ -243,6 +243,8 @@ int cli_http_post(const struct cli_conn *c, const char *path, const char *body, 
                   const char *request_id, struct cli_http_answer *ans, struct plm_err *err)
 {
     memset(ans, 0, sizeof *ans);
+    if (c->transport)
+        return c->transport->post(c->transport->ctx, c, path, body, len, request_id, ans, err);
     size_t ulen = strlen(c->url);
     while (ulen > 0 && c->url[ulen - 1] == '/')
         ulen--;
@@ -301,6 +303,8 @@ int cli_http_post(const struct cli_conn *c, const char *path, const char *body, 
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "plimsoll-cli/" CLI_VERSION);
+    if (c->ca)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);

@@ -16,7 +16,7 @@
 #include "../core/cleanup.h"
 #include "../core/limits.h"
 #include "../wire/convert.h"
-#include "cli.h"
+#include "client.h"
 
 static const char *str_or_empty(const char *s) { return s ? s : ""; }
 
@@ -393,29 +393,6 @@ void cli_check_answer(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__
     o->message[0] = '\0';
 }
 
-int cli_exit_status(const struct cli_outcome *o, const Plimsoll__V1__JavaScriptResult *js)
-{
-    switch (o->verdict) {
-    case CLI_V_RAN: {
-        if (!js)
-            return CLI_EXIT_RECORD;
-        int32_t code = js->exit_code;
-        /* A timeout is never success, whatever the code field says. */
-        if (js->timed_out && code == 0)
-            code = 124;
-        if (code < 0 || code >= CLI_EXIT_GUEST_OUT_OF_RANGE)
-            return CLI_EXIT_GUEST_OUT_OF_RANGE;
-        return code;
-    }
-    case CLI_V_REFUSED: return CLI_EXIT_REFUSED;
-    case CLI_V_EVIDENCE_MISMATCH: return CLI_EXIT_EVIDENCE;
-    case CLI_V_RECORD_MISMATCH: return CLI_EXIT_RECORD;
-    case CLI_V_TRANSPORT: return CLI_EXIT_TRANSPORT;
-    case CLI_V_ERROR: return CLI_EXIT_SERVER;
-    }
-    return CLI_EXIT_SERVER;
-}
-
 const char *cli_verdict_name(enum cli_verdict v)
 {
     switch (v) {
@@ -435,17 +412,6 @@ void cli_reason_name(int reason, char *buf, size_t len)
         snprintf(buf, len, "%s", plm_refusal_name((enum plm_refusal)reason));
     else
         snprintf(buf, len, "reason %d", reason);
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "plimsoll %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(try `plimsoll %s --help`)\n", cmd);
-    return CLI_EXIT_USAGE;
 }
 
 int cli_timeout_ms(double seconds, int32_t *ms)

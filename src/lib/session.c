@@ -13,7 +13,7 @@
 #include "../core/limits.h"
 #include "../wire/convert.h"
 #include "../wire/json_codec.h"
-#include "cli.h"
+#include "client.h"
 
 #define SVC "/plimsoll.v1.SandboxService/"
 
@@ -38,6 +38,7 @@ static ProtobufCMessage *post(struct cli_session *r, const char *proc, const Pro
     ProtobufCMessage *out = NULL;
     if (cli_http_post(&r->conn, path, body, len, rid, &ans, &err) < 0) {
         o->verdict = CLI_V_TRANSPORT;
+        o->not_sent = ans.not_sent;
         snprintf(o->message, sizeof o->message, "%s", err.msg);
         return NULL;
     }
@@ -205,6 +206,7 @@ int cli_session_open(struct cli_session *r, const char *owner)
     cleanup_free char *err_body = NULL;
     cli_cleanup_pb Plimsoll__V1__OpenSessionResponse *resp =
         (void *)post(r, "OpenSession", &req.base, &plimsoll__v1__open_session_response__descriptor, &o, &err_body);
+    r->opened = o;
     if (!resp) {
         fprintf(r->err, "session: the open failed (%s): ", cli_verdict_name(o.verdict));
         cli_put_safe(r->err, o.message, "");
