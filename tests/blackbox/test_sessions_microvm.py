@@ -5,7 +5,9 @@ the daemon's shutdown. Under TCG a cold boot costs seconds: one daemon serves ev
 test opens one session (one restore, ~0.3 s). Standard library only."""
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import unittest
 
@@ -16,6 +18,19 @@ from test_sessions import Client, out, session_ended_reason  # noqa: E402
 
 STARTUP = 600  # seconds: template boot, the proofs, the python probe and the session smoke test
 POOL = 3  # the snippet pool (2) and the project pool (1), when full
+
+
+def project_vm(pids):
+    """The one project VM among pids (its QEMU has the node disk), or None."""
+    found = []
+    for p in pids:
+        try:
+            with open("/proc/%d/cmdline" % p, "rb") as f:
+                if b"disk.img" in f.read():
+                    found.append(p)
+        except OSError:
+            pass
+    return found[0] if len(found) == 1 else None
 
 
 def alive(pid):
@@ -45,21 +60,20 @@ class MicrovmSessions(WireCase):
         assert settle(lambda: not any(alive(p) for p in live) and not qemus(pid), 20), live
 
     def open_vm(self, **kw):
-        """Opens a session and returns its client and its VM's pid (the pooled project VM it took:
-        the one pool member that is gone from the pool once the open is answered)."""
+        """Opens a session and returns its client and its VM's pid: the pooled project VM it took
+        (the pool holds one when full, and no other session is open between tests)."""
         pid = self.d.proc.pid
-        self.assertTrue(settle(lambda: len(qemus(pid)) >= POOL, 120), qemus(pid))
-        before = set(qemus(pid))
+        self.assertTrue(settle(lambda: len(qemus(pid)) >= POOL and project_vm(qemus(pid)), 120), qemus(pid))
+        vm = project_vm(qemus(pid))
         c = Client(self, self.d)
         o = c.open(**kw)
         self.assertEqual(o["isolation"], "vm")
-        # The pool refills (a new pid); the session's VM is one of the pids seen before the open.
-        r = c.cell("1")
-        self.assertEqual(r["run"]["cell"].get("exitCode", 0), 0)
-        return c, before
+        self.assertTrue(alive(vm))
+        self.seen.add(vm)
+        return c, vm
 
     def test_js_cells_keep_state(self):
-        c, before = self.open_vm()
+        c, vm = self.open_vm()
         r = c.cell("globalThis.n = 41; let kept = 'yes'; function twice(x) { return 2 * x }")
         self.assertEqual(r["run"]["cell"].get("exitCode", 0), 0, r)
         self.assertEqual(r["run"]["isolation"], "vm")
@@ -89,17 +103,13 @@ class MicrovmSessions(WireCase):
         self.assertEqual(out(r), "'undefined'\n")
         self.assertTrue(r["run"]["cell"].get("interpreterStarted"))
         c.close()
-        pid = self.d.proc.pid
-        now = set(qemus(pid))
-        gone = [p for p in before if p not in now]
-        self.assertEqual(len(gone), 1, (before, now))
-        self.assertFalse(alive(gone[0]))  # killed and reaped at close
+        self.assertFalse(alive(vm))  # killed and reaped when the close is answered
 
     def test_python_cells_keep_state_and_files(self):
         st, _, data, _ = self.d.call("Describe", {})
         langs = json.loads(data)["sessionEnvironment"]["languages"]
         self.assertEqual(langs, ["javascript", "python"], "the node disk carries python3 here")
-        c, before = self.open_vm(languages=["python"])
+        c, vm = self.open_vm(languages=["python"])
         r = c.cell("x = 41\ndef twice(v):\n    return 2 * v\nopen('kept.txt', 'w').write('on the tmpfs')",
                    language="python")
         self.assertEqual(r["run"]["cell"].get("exitCode", 0), 0, out(r, "stderr"))
@@ -124,9 +134,10 @@ class MicrovmSessions(WireCase):
         self.assertEqual(out(r), "(False, 'on the tmpfs')\n", out(r, "stderr"))
         self.assertTrue(r["run"]["cell"].get("interpreterStarted"))
         c.close()
+        self.assertFalse(alive(vm))
 
     def test_idle_suspend_and_resume(self):
-        c, before = self.open_vm(idleTimeoutMs=1000)
+        c, vm = self.open_vm(idleTimeoutMs=1000)
         c.cell("globalThis.kept = 'after suspend'")
         self.assertTrue(self.d.wait_events("session_suspended", lambda e: e.get("session") == c.fp, timeout=30))
         r = c.cell("console.log(kept)")
@@ -138,25 +149,52 @@ class MicrovmSessions(WireCase):
         r = c.cell("console.log(kept.length)")
         self.assertEqual(out(r), "13\n")
         c.close()
+        self.assertFalse(alive(vm))
 
     def test_expiry_kills_the_vm(self):
-        pid = self.d.proc.pid
-        c, before = self.open_vm(lifetimeMs=4000)
+        c, vm = self.open_vm(lifetimeMs=4000)
         c.cell("globalThis.v = 1")
         self.assertTrue(self.d.wait_events("session_ended", lambda e: e.get("session") == c.fp, timeout=60))
-        now = set(qemus(pid))
-        gone = [p for p in before if p not in now]
-        self.assertEqual(len(gone), 1, (before, now))
-        self.assertFalse(alive(gone[0]))
+        self.assertTrue(settle(lambda: not alive(vm), 10))
         st, _, data, _ = self.d.call("SessionRun", {"protocol": 3, "sessionId": c.id,
                                                    "cell": {"language": "javascript", "code": "v"}})
         body = json.loads(data)
         self.assertEqual(body["code"], "failed_precondition", body)
         self.assertEqual(session_ended_reason(body["details"][0]["value"]), 2)  # EXPIRED
 
+    def test_qemu_killed_mid_cell_is_unavailable(self):
+        c, vm = self.open_vm()
+        c.cell("globalThis.v = 1")
+        result = {}
+
+        def go():
+            result["answer"] = self.d.call("SessionRun", {"protocol": 3, "sessionId": c.id, "timeoutMs": 20000,
+                                                          "cell": {"language": "javascript", "code": "for (;;) {}"}})
+        t = threading.Thread(target=go)
+        t.start()
+        time.sleep(1.5)
+        os.kill(vm, signal.SIGKILL)
+        t.join(60)
+        self.assertFalse(t.is_alive())
+        st, _, data, _ = result["answer"]
+        body = json.loads(data)
+        self.assertEqual(body["code"], "unavailable", body)  # the guest went away: never internal
+        types = [x["type"] for x in body.get("details", [])]
+        self.assertIn("plimsoll.v1.SessionEnded", types)
+        self.assertNotIn("plimsoll.v1.NotDispatched", types)
+        ended = [x for x in body["details"] if x["type"] == "plimsoll.v1.SessionEnded"][0]
+        self.assertEqual(session_ended_reason(ended["value"]), 4)  # MAIN_PROCESS_ENDED
+        # later calls are refused with the reason; the close reports it
+        st, _, data, _ = self.d.call("SessionRun", {"protocol": 3, "sessionId": c.id,
+                                                   "cell": {"language": "javascript", "code": "v"}})
+        self.assertEqual(json.loads(data)["code"], "failed_precondition")
+        st, _, data, _ = self.d.call("CloseSession", {"protocol": 3, "sessionId": c.id})
+        self.assertEqual(json.loads(data)["ended"], "SESSION_END_MAIN_PROCESS_ENDED", data)
+        self.assertEqual(self.d.call("Describe", {})[0], 200)  # the daemon is fine
+
     def test_zz_shutdown_ends_an_open_session(self):
-        c, before = self.open_vm()
-        self.seen.update(before)  # tearDownClass checks that each is gone after the stop
+        c, vm = self.open_vm()
+        c.cell("1")  # tearDownClass checks that its VM is gone after the stop
 
 
 if __name__ == "__main__":
