@@ -138,6 +138,12 @@ static void js_finish(int32_t exit_code, bool timed_out, const struct jsrt_out *
 
 __attribute__((noreturn)) static void js_kernel_main(int sock)
 {
+    /* Only its socket: not the port, not the Python kernel's pipes (PID 1's ends). */
+    if (dup2(sock, 3) < 0)
+        _exit(GS_EXIT_CONFINE);
+    syscall(SYS_close_range, 0, 2, 0); /* PID 1 has no stdio: the port may be one of these */
+    syscall(SYS_close_range, 4, ~0U, 0);
+    sock = 3;
     js_sock = sock;
     gs_session_finish = js_finish;
     if (gs_drop_privileges() < 0)
