@@ -234,7 +234,7 @@ struct sess_svc *sess_svc_new(const struct plm_session_config *cfg, struct plm_p
 {
     if (!p->ops->session_open || !p->ops->session_close) {
         plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                    "SANDBOX_MAX_SESSIONS=%u, but provider %s keeps no sessions; unset it or choose quickjs or docker",
+                    "SANDBOX_MAX_SESSIONS=%u, but provider %s keeps no sessions; unset it or choose quickjs, docker, microvm or e2b",
                     cfg->max_sessions, p->ops->name);
         return NULL;
     }

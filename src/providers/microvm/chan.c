@@ -16,6 +16,9 @@ uint32_t mvc_max_len(uint16_t type)
     case MVC_RUN: return QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX;
     case MVC_HOST_REPLY: return QF_HOST_REPLY_FIXED + QF_HOST_REPLY_MAX;
     case MVC_PROBE: return 0;
+    case MVC_SESSION: return MVC_SESSION_LEN;
+    case MVC_CELL: return MVC_CELL_FIXED + LIM_CODE_MAX;
+    case MVC_SESSION_READY: return 0;
     case MVC_READY: return MVC_READY_MAX;
     case MVC_RESULT: return QF_RESULT_FIXED + 2 * LIM_OUTPUT_MAX;
     case MVC_PROBE_RESULT: return MVC_PROBE_RESULT_MAX;
@@ -39,13 +42,15 @@ static uint32_t min_len(uint16_t type)
     case MVC_DIED: return 4;
     case MVC_PROJECT: return 16;
     case MVC_PROJECT_RESULT: return 12;
+    case MVC_SESSION: return MVC_SESSION_LEN;
+    case MVC_CELL: return MVC_CELL_FIXED + 1;
     }
     return 0;
 }
 
 static bool known(uint16_t t)
 {
-    return (t >= MVC_SEED && t <= MVC_PROJECT) || (t >= MVC_READY && t <= MVC_PROJECT_RESULT);
+    return (t >= MVC_SEED && t <= MVC_CELL) || (t >= MVC_READY && t <= MVC_SESSION_READY);
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -222,6 +227,7 @@ enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct m
         out->u.died_status = (int32_t)be32(p);
         break;
     case MVC_SEEDED:
+    case MVC_SESSION_READY:
         break;
     case MVC_PROJECT_RESULT:
         if (project_result_check(p, h.len, out) < 0)
@@ -303,7 +309,8 @@ size_t mvc_canon_encode(uint8_t *out, size_t cap, const struct mvc_frame *f)
         break;
     }
     case MVC_DIED: end = put_u32(o, (uint32_t)f->u.died_status); break;
-    case MVC_SEEDED: end = o; break;
+    case MVC_SEEDED:
+    case MVC_SESSION_READY: end = o; break;
     case MVC_PROJECT_RESULT: end = encode_project(o, f); break;
     default: return 0;
     }

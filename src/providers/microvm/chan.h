@@ -26,6 +26,8 @@ enum mvc_type {
     MVC_HOST_REPLY = 3, /* a quickjs HOST_REPLY payload */
     MVC_PROBE = 4,      /* empty: run the negative probes (startup evidence only) */
     MVC_PROJECT = 5,    /* a project plan, see below */
+    MVC_SESSION = 6,    /* u32 disk_mb, u32 languages (MVC_LANG_* bits): this VM is a session's */
+    MVC_CELL = 7,       /* u32 timeout_ms, u32 language (MVC_LANG_*), code: answered by a RESULT */
     /* guest -> host */
     MVC_READY = 16,        /* text: "<kernel release>\n<cpu model>\n" (booted, engine warm) */
     MVC_RESULT = 17,       /* a quickjs RESULT payload */
@@ -34,7 +36,14 @@ enum mvc_type {
     MVC_DIED = 20,         /* i32 wait status of the run's process that ended without a RESULT */
     MVC_SEEDED = 21,       /* empty: the seed is in (the guest is this run's own) */
     MVC_PROJECT_RESULT = 22, /* a project's report, see below */
+    MVC_SESSION_READY = 23,  /* empty: /work is mounted, the hinted interpreters are starting */
 };
+
+/* Sessions (docs/sessions.md, microvm): a session VM answers many requests. Cell languages: */
+#define MVC_LANG_JS 1u
+#define MVC_LANG_PY 2u
+#define MVC_SESSION_LEN 8u
+#define MVC_CELL_FIXED 8u
 
 /* Project limits (providers.md §1.4, §3.5). */
 #define MVC_PATH_MAX 1024u

@@ -7,6 +7,7 @@
 
 #include "../../../tests/unit.h"
 #include "chan.h"
+#include "../../core/limits.h"
 
 static size_t frame(uint8_t *buf, uint16_t type, uint16_t flags, uint64_t seq, const void *p, uint32_t len)
 {
@@ -94,6 +95,25 @@ int main(void)
     qf_result_encode_fixed(pl, 0, 0x80, 0, 0);
     n = frame(buf, MVC_RESULT, 0, 1, pl, QF_RESULT_FIXED);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    /* Sessions: SESSION_READY is empty; the host's SESSION and CELL never come from a guest; a
+     * host-side CELL header is bounded by the code's cap. */
+    n = frame(buf, MVC_SESSION_READY, 0, 5, NULL, 0);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.hdr.type == MVC_SESSION_READY && f.hdr.seq == 5);
+    CHECK(canon_round_trip(buf, n));
+    n = frame(buf, MVC_SESSION_READY, 0, 5, "x", 1);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    n = frame(buf, MVC_CELL, 0, 1, "\0\0\0\1\0\0\0\1x", 9);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    n = frame(buf, MVC_SESSION, 0, 1, "\0\0\0\1\0\0\0\1", 8);
+    CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
+    struct mvc_hdr sh;
+    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = MVC_CELL_FIXED, .type = MVC_CELL, .seq = 1});
+    CHECK(mvc_hdr_decode(buf, &sh) < 0); /* a cell without code */
+    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = MVC_CELL_FIXED + LIM_CODE_MAX + 1, .type = MVC_CELL, .seq = 1});
+    CHECK(mvc_hdr_decode(buf, &sh) < 0);
+    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = MVC_SESSION_LEN, .type = MVC_SESSION, .seq = 1});
+    CHECK(mvc_hdr_decode(buf, &sh) == 0);
+
     /* DIED carries exactly 4 bytes. */
     n = frame(buf, MVC_DIED, 0, 1, "\0\0\0\11", 4);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.died_status == 9);

@@ -213,6 +213,12 @@ static const struct plm_provider_ops mv_ops = {
     .smoke_test = mv_smoke,
     .run_javascript = mv_run_js,
     .run_project = mv_run_project_op,
+    .session_env = mv_session_env,
+    .session_open = mv_session_open,
+    .session_run = mv_session_run,
+    .session_run_cell = mv_session_run_cell,
+    .session_suspend = mv_session_suspend,
+    .session_close = mv_session_close,
     .destroy = mv_destroy,
 };
 

@@ -83,6 +83,18 @@ int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, siz
 int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struct plm_err *err);
 int64_t mv_now_ns(void);
 
+/* qmp.c: one QMP monitor connection (fd ours); events are skipped. */
+#define MV_QMP_LINE_MAX 4096
+struct mv_qmp {
+    int fd;
+    char buf[MV_QMP_LINE_MAX];
+    size_t len;
+    int64_t deadline_ns; /* CLOCK_MONOTONIC bound of every read */
+};
+/* One command (with an fd in SCM_RIGHTS when fd >= 0); its answer line in out, which must not be
+ * an error. The greeting, the first line, is skipped as a non-answer. */
+int mv_qmp_cmd(struct mv_qmp *q, const char *cmd, int fd, char *out, size_t out_len, struct plm_err *err);
+
 /* snapshot.c */
 int mv_snapshot_save(struct mv_state *s, struct plm_err *err);
 
@@ -90,6 +102,10 @@ int mv_snapshot_save(struct mv_state *s, struct plm_err *err);
 struct mv_pool *mv_pool_new(struct mv_state *s, uint32_t size, struct plm_err *err);
 /* A seeded VM for one run: from the pool, else started now. */
 int mv_pool_take(struct mv_pool *p, struct mv_vm *vm, struct plm_err *err);
+/* A VM started by the pool's own thread (which lives until free): a session's VM outlives the
+ * thread that opened it, and a VM dies with the thread that started it (jail.c). Waits up to
+ * timeout_ms for one. */
+int mv_pool_take_parked(struct mv_pool *p, uint32_t timeout_ms, struct mv_vm *vm, struct plm_err *err);
 void mv_pool_free(struct mv_pool *p);
 
 /* run.c */
@@ -98,6 +114,19 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
 
 int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_request *req, uint32_t timeout_ms,
                    struct plm_project_result *pr, int64_t *ms, struct plm_err *err);
+
+/* session.c: the session ops (provider.h) */
+void mv_session_env(struct plm_provider *p, struct plm_payload_env *e);
+int mv_session_open(struct plm_provider *p, const struct plm_session_spec *spec, struct plm_session **out,
+                    struct plm_session_opened *info, struct plm_err *err);
+int mv_session_run(struct plm_provider *p, struct plm_session *h, const struct plm_run_ctx *ctx,
+                   const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                   struct plm_err *err);
+int mv_session_run_cell(struct plm_provider *p, struct plm_session *h, const struct plm_run_ctx *ctx,
+                        const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
+                        struct plm_err *err);
+int mv_session_suspend(struct plm_provider *p, struct plm_session *h, bool *holds_memory, struct plm_err *err);
+int mv_session_close(struct plm_provider *p, struct plm_session *h, struct plm_err *err);
 
 /* smoke.c */
 /* Proves s (snippets, probes) and s->proj (its template, a node project step). */

@@ -69,6 +69,7 @@ static void *refill(void *arg)
             continue;
         }
         p->ready[p->n++] = vm;
+        pthread_cond_broadcast(&p->cv); /* a session open may be waiting for it */
         if (p->n == p->size && !p->announced) {
             p->announced = true;
             plm_progress("microvm", "pool", "%s pool full: %u VMs ready", p->s->proj ? "snippet" : "project", p->size);
@@ -101,9 +102,9 @@ struct mv_pool *mv_pool_new(struct mv_state *s, uint32_t size, struct plm_err *e
     return p;
 }
 
-int mv_pool_take(struct mv_pool *p, struct mv_vm *vm, struct plm_err *err)
+/* Under p->mu: the next ready VM that is still alive, or false. */
+static bool take_ready(struct mv_pool *p, struct mv_vm *vm)
 {
-    pthread_mutex_lock(&p->mu);
     while (p->n > 0) {
         *vm = p->ready[--p->n];
         pthread_cond_signal(&p->cv);
@@ -118,13 +119,46 @@ int mv_pool_take(struct mv_pool *p, struct mv_vm *vm, struct plm_err *err)
             mv_vm_kill(vm);
             continue;
         }
-        pthread_mutex_unlock(&p->mu);
-        return 0;
+        return true;
     }
+    return false;
+}
+
+int mv_pool_take(struct mv_pool *p, struct mv_vm *vm, struct plm_err *err)
+{
+    pthread_mutex_lock(&p->mu);
+    bool got = take_ready(p, vm);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
+    if (got)
+        return 0;
     /* Empty: start one in this thread (it dies with this thread, after the run at the latest). */
     return make_vm(p->s, vm, err);
+}
+
+int mv_pool_take_parked(struct mv_pool *p, uint32_t timeout_ms, struct mv_vm *vm, struct plm_err *err)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&p->mu);
+    int r = 0;
+    while (!take_ready(p, vm)) {
+        pthread_cond_signal(&p->cv);
+        if (p->stop || pthread_cond_timedwait(&p->cv, &p->mu, &until) == ETIMEDOUT) {
+            r = plm_err_set(err, ETIMEDOUT, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+                            "microvm: no VM came up within %u ms%s%s", timeout_ms, p->last_error[0] ? ": " : "",
+                            p->last_error);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return r;
 }
 
 void mv_pool_free(struct mv_pool *p)

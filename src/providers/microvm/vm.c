@@ -152,6 +152,11 @@ static void build_argv(const struct mv_state *s, enum mv_boot how, bool kvm, str
     } else if (how == MV_BOOT_RESTORE) {
         arg(a, "-incoming");
         arg(a, "fd:4");
+        /* A monitor for a session's idle suspend (stop, cont: session.c); unused by a run. */
+        arg(a, "-chardev");
+        arg(a, "socket,id=q,fd=5");
+        arg(a, "-mon");
+        arg(a, "chardev=q,mode=control");
     }
 }
 
@@ -253,7 +258,7 @@ int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_ti
                 struct plm_err *err)
 {
     *vm = (struct mv_vm){.pid = -1, .chan = -1, .qmp = -1, .errp = -1};
-    cleanup_close int ch_guest = -1, aux_guest = -1, err_w = -1;
+    cleanup_close int ch_guest = -1, aux_guest = -1, err_w = -1, qmp_guest = -1;
     int ch[2], ep[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0)
         return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: socketpair: %s", strerror(errno));
@@ -289,13 +294,21 @@ int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_ti
             mv_vm_kill(vm);
             return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: reopen template: %s", strerror(e));
         }
+        int q[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, q) < 0) {
+            int e = errno;
+            mv_vm_kill(vm);
+            return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: socketpair: %s", strerror(e));
+        }
+        vm->qmp = q[0];
+        qmp_guest = q[1];
     }
     struct argv_buf a;
     build_argv(s, how, kvm, &a);
-    int fds[3] = {err_w, ch_guest, aux_guest};
+    int fds[4] = {err_w, ch_guest, aux_guest, qmp_guest};
     int64_t t0 = mv_now_ns();
     vm->spawned_ns = t0;
-    vm->pid = mv_jail_spawn(&s->jail, a.argv, fds, aux_guest >= 0 ? 3 : 2, how == MV_BOOT_TEMPLATE ? 1024 : 0, err);
+    vm->pid = mv_jail_spawn(&s->jail, a.argv, fds, qmp_guest >= 0 ? 4 : aux_guest >= 0 ? 3 : 2, how == MV_BOOT_TEMPLATE ? 1024 : 0, err);
     if (vm->pid < 0) {
         mv_vm_kill(vm);
         return -1;

@@ -1,6 +1,11 @@
-/* guest.h: the microvm guest agent's internals (init.c, probes.c). Runs inside the VM only. */
+/* guest.h: the microvm guest agent's internals (init.c, probes.c, project.c, session.c). Runs
+ * inside the VM only. */
 #pragma once
 #include <stdint.h>
+
+#include "../../quickjs/jsrt.h"
+
+#define GS_RUN_UID 65534 /* every process of the guest's code runs as this uid */
 
 /* Exit statuses of a run process that ends without a RESULT (reported to the host as DIED). */
 #define GS_EXIT_CONFINE 120  /* dropping to the run uid failed: no guest code ran */
@@ -17,3 +22,18 @@ void gs_probe(uint64_t seq);
 /* Runs one project (chan.h's PROJECT payload, len bytes) in the run process, sends one
  * PROJECT_RESULT and exits 0 (or a GS_EXIT_* status). /work is mounted by PID 1. */
 __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32_t len);
+/* The virtio-serial port (PID 1's). */
+int gs_port(void);
+/* PID 1 waits for the host to kill the VM (it must never exit). */
+__attribute__((noreturn)) void gs_idle_forever(void);
+/* In a child: the run uid, no groups, no_new_privs, the run's rlimits. 0 or -1. */
+int gs_drop_privileges(void);
+/* One RUN (or PROJECT) with its seq in a fresh run process; PID 1 waits for it (DIED when it ends
+ * without its answer). */
+void gs_serve_run(struct jsrt *engine, uint64_t seed, uint64_t seq, uint16_t type, const uint8_t *payload,
+                  uint32_t len);
+/* Set in a session's JavaScript kernel: where the engine's finish goes instead of the port. */
+extern jsrt_finish_fn *gs_session_finish;
+/* SESSION (chan.h): this VM serves a session's requests until it is killed. Never returns. */
+__attribute__((noreturn)) void gs_session(struct jsrt *engine, uint64_t seed, uint64_t seq, const uint8_t *p,
+                                          uint32_t len);

@@ -37,11 +37,16 @@
  * recursion or a deeply nested JSON.parse reached the guard page before the engine's check and
  * the run died of SIGSEGV (exit 139) where the process tier throws a catchable RangeError. */
 #define GUEST_C_STACK (16u * 1024 * 1024)
-#define RUN_UID 65534
 
 static int port = -1;
 static uint32_t cmdline_u32(const char *key, uint32_t def);
 static uint64_t request_seq;
+jsrt_finish_fn *gs_session_finish;
+
+int gs_port(void)
+{
+    return port;
+}
 
 int gs_send(uint16_t type, uint64_t seq, const void *payload, uint32_t len)
 {
@@ -52,7 +57,7 @@ int gs_send(uint16_t type, uint64_t seq, const void *payload, uint32_t len)
     return len ? plm_write_exact(port, payload, len) : 0;
 }
 
-__attribute__((noreturn)) static void idle_forever(void)
+void gs_idle_forever(void)
 {
     for (;;)
         pause();
@@ -64,6 +69,8 @@ __attribute__((noreturn)) static void idle_forever(void)
 __attribute__((noreturn)) static void finish_run(int32_t exit_code, bool timed_out, const struct jsrt_out *out,
                                                  const struct jsrt_out *err)
 {
+    if (gs_session_finish) /* a session's JavaScript kernel (session.c) */
+        gs_session_finish(exit_code, timed_out, out, err);
     uint8_t fixed[QF_RESULT_FIXED];
     uint8_t flags = (uint8_t)((timed_out ? QF_RES_TIMED_OUT : 0) | (out->truncated ? QF_RES_OUT_TRUNC : 0) |
                               (err->truncated ? QF_RES_ERR_TRUNC : 0));
@@ -111,17 +118,18 @@ static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len
 }
 
 /* Drops to the run uid: no way back to PID 1's root (no_new_privs, no capabilities). */
-static int drop_privileges(void)
+int gs_drop_privileges(void)
 {
     struct rlimit core = {0, 0}, stack = {GUEST_C_STACK, GUEST_C_STACK};
-    if (setrlimit(RLIMIT_CORE, &core) < 0 || setrlimit(RLIMIT_STACK, &stack) < 0 || setgroups(0, NULL) < 0 || setresgid(RUN_UID, RUN_UID, RUN_UID) < 0 ||
-        setresuid(RUN_UID, RUN_UID, RUN_UID) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    if (setrlimit(RLIMIT_CORE, &core) < 0 || setrlimit(RLIMIT_STACK, &stack) < 0 || setgroups(0, NULL) < 0 || setresgid(GS_RUN_UID, GS_RUN_UID, GS_RUN_UID) < 0 ||
+        setresuid(GS_RUN_UID, GS_RUN_UID, GS_RUN_UID) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return -1;
     return 0;
 }
 
-static void serve_run(struct jsrt *engine, uint64_t seed, uint16_t type, const uint8_t *payload, uint32_t len)
+void gs_serve_run(struct jsrt *engine, uint64_t seed, uint64_t seq, uint16_t type, const uint8_t *payload, uint32_t len)
 {
+    request_seq = seq;
     struct qf_run run;
     if (type == MVC_RUN && qf_run_decode(payload, len, &run) < 0)
         _exit(GS_EXIT_PROTOCOL);
@@ -132,7 +140,7 @@ static void serve_run(struct jsrt *engine, uint64_t seed, uint16_t type, const u
     }
     pid_t child = fork();
     if (child == 0) {
-        if (drop_privileges() < 0)
+        if (gs_drop_privileges() < 0)
             _exit(GS_EXIT_CONFINE);
         if (type == MVC_PROJECT)
             gs_project(request_seq, payload, len);
@@ -291,16 +299,16 @@ int main(void)
     load_modules();
     port = open_port();
     if (port < 0)
-        idle_forever(); /* the host times the boot out */
+        gs_idle_forever(); /* the host times the boot out */
     mount_node_disk();
 
     struct jsrt *engine = jsrt_new(cmdline_u32("plm.jsmem=", 192), GUEST_JS_STACK, finish_run);
     if (!engine)
-        idle_forever();
+        gs_idle_forever();
     char ready[MVC_READY_MAX];
     ready_text(ready, sizeof ready);
     if (gs_send(MVC_READY, 0, ready, (uint32_t)strlen(ready)) < 0)
-        idle_forever();
+        gs_idle_forever();
 
     uint64_t seed = 0;
     bool seeded = false;
@@ -308,10 +316,10 @@ int main(void)
         uint8_t hb[MVC_HDR_LEN];
         struct mvc_hdr h;
         if (plm_read_exact(port, hb, sizeof hb) < 0 || mvc_hdr_decode(hb, &h) < 0 || h.type >= MVC_READY)
-            idle_forever();
+            gs_idle_forever();
         uint8_t *payload = malloc((size_t)h.len + 1);
         if (!payload || plm_read_exact(port, payload, h.len) < 0)
-            idle_forever();
+            gs_idle_forever();
         payload[h.len] = 0; /* the code is then NUL-terminated: it is the payload's tail */
         request_seq = h.seq;
         if (h.type == MVC_SEED) {
@@ -319,11 +327,11 @@ int main(void)
             seeded = true;
             free(payload);
             if (gs_send(MVC_SEEDED, h.seq, NULL, 0) < 0)
-                idle_forever();
+                gs_idle_forever();
             continue;
         }
         if (!seeded)
-            idle_forever(); /* never run on a template's shared entropy */
+            gs_idle_forever(); /* never run on a template's shared entropy */
 #ifdef MV_GUEST_PANIC_TEST
         /* The test build only (its own initramfs, tests/blackbox/test_microvm.py): PID 1 exits on
          * this marker, and the guest kernel panics ("Attempted to kill init"); with panic=-1 and
@@ -331,10 +339,12 @@ int main(void)
         if (h.type == MVC_RUN && memmem(payload, h.len, "plimsoll-test:panic", 19))
             _exit(1);
 #endif
+        if (h.type == MVC_SESSION)
+            gs_session(engine, seed, h.seq, payload, h.len);
         if (h.type == MVC_RUN || h.type == MVC_PROJECT)
-            serve_run(engine, seed, h.type, payload, h.len);
+            gs_serve_run(engine, seed, h.seq, h.type, payload, h.len);
         else if (h.type == MVC_PROBE)
             gs_probe(h.seq);
-        idle_forever();
+        gs_idle_forever();
     }
 }
