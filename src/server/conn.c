@@ -490,8 +490,9 @@ static size_t step_read(struct gate *g, struct conn *c, uint64_t now)
         c->client_eof = true;
         return 1;
     }
-    /* TLS may hold decrypted bytes the socket no longer shows: only a plain read is trusted */
-    c->drained = !c->tls && (size_t)r < room;
+    /* A short read took all the socket held; TLS may still hold decrypted bytes the socket no
+     * longer shows, which epoll would never report: then read on */
+    c->drained = (size_t)r < room && (!c->tls || !tls_conn_pending(c->tls));
     if (dst == c->in + c->in_len) {
         if (c->st == C_HEAD && !c->in_len && !c->head_from)
             c->head_from = now; /* this head's 5 s start with its first byte */

@@ -222,6 +222,8 @@ ssize_t tls_conn_recv(struct tls_conn *c, void *buf, size_t n)
     }
 }
 
+bool tls_conn_pending(const struct tls_conn *c) { return gnutls_record_check_pending(c->s) > 0; }
+
 ssize_t tls_conn_send(struct tls_conn *c, const void *buf, size_t n)
 {
     for (;;) {
