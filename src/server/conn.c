@@ -449,7 +449,7 @@ static bool can_read(const struct conn *c)
 
 static size_t step_read(struct gate *g, struct conn *c, uint64_t now)
 {
-    if (!can_read(c))
+    if (!can_read(c) || c->drained)
         return 0;
     if (c->st == C_LINGER) {
         ssize_t r = io_recv(c, g->scratch, sizeof g->scratch);
@@ -490,6 +490,9 @@ static size_t step_read(struct gate *g, struct conn *c, uint64_t now)
         c->client_eof = true;
         return 1;
     }
+    /* A short read took all the socket held; TLS may still hold decrypted bytes the socket no
+     * longer shows, which epoll would never report: then read on */
+    c->drained = (size_t)r < room && (!c->tls || !tls_conn_pending(c->tls));
     if (dst == c->in + c->in_len) {
         if (c->st == C_HEAD && !c->in_len && !c->head_from)
             c->head_from = now; /* this head's 5 s start with its first byte */
@@ -564,6 +567,7 @@ void conn_pump(struct gate *g, struct conn *c)
 {
     uint64_t now = clock_mono_ms();
     size_t moved = 0, step;
+    c->drained = false; /* a new wake-up: the socket may hold more */
     do {
         step = step_handshake(g, c);
         if (c->st != C_FREE)

@@ -39,6 +39,9 @@ struct conn {
     struct tls_conn *tls; /* NULL: plain */
     bool hs_done, client_eof, busy, again;
     bool body_to_work; /* C_BODY: the handler asked for a worker once the body is in */
+    bool drained; /* this pump's read came back short (and TLS holds nothing decrypted): the
+                     socket held no more then, and epoll (level-triggered) reports whatever
+                     arrives after; no second recv just to hear EAGAIN */
     unsigned ev; /* registered epoll mask (0: not registered) */
     struct peer_key key;
     struct sockaddr_storage local; /* the address the client reached */

@@ -23,6 +23,7 @@
 #include "../core/hostport.h"
 #include "../core/limits.h"
 #include "../wire/connect_error.h"
+#include "describe.h"
 #include "gate.h"
 #include "hostcheck.h"
 #include "metrics.h"
@@ -449,10 +450,14 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
         return NULL;
     }
     s->cfg = *cfg;
+    /* Describe's answer is kept between calls while nothing it states changed (describe.c);
+     * without memory for it, Describe is encoded on every call, as before. */
+    s->cfg.env.describe_cache = describe_cache_new();
     s->host_check = auth_mode(cfg->auth) == AUTH_OPEN || (cfg->allowed_hosts && *cfg->allowed_hosts);
     unsigned per_peer = cfg->per_peer ? cfg->per_peer : LIM_CONN_PER_PEER;
     if (slots_init(&s->decode, cfg->max_decode, cfg->max_decode_per_caller ? cfg->max_decode_per_caller
                                                                            : (cfg->max_decode + 1) / 2) < 0) {
+        describe_cache_free(s->cfg.env.describe_cache);
         free(s);
         plm_fail(err, 12, PLM_E_INTERNAL, "out of memory");
         return NULL;
@@ -460,6 +465,7 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
     /* one worker per request that can be in a handler at once; more wait in order */
     if (workers_init(&s->workers, cfg->max_connections ? cfg->max_connections : 64) < 0) {
         slots_fini(&s->decode);
+        describe_cache_free(s->cfg.env.describe_cache);
         free(s);
         plm_fail(err, 12, PLM_E_INTERNAL, "cannot set up the worker threads");
         return NULL;
@@ -507,5 +513,6 @@ void srv_free(struct srv *s)
     gate_free(s->gate);
     gate_free(s->metrics_gate);
     slots_fini(&s->decode);
+    describe_cache_free(s->cfg.env.describe_cache);
     free(s);
 }

@@ -1,5 +1,5 @@
-/* rpc.c: what every procedure shares (decoding either content type, encoding, Connect errors)
- * and Describe. Run's pipeline is in run.c.
+/* rpc.c: what every procedure shares (decoding either content type, encoding, Connect errors).
+ * Describe is in describe.c, Run's pipeline in run.c.
  * Trusts: nothing in the body. */
 #include "rpc.h"
 #include "rpc_int.h"
@@ -140,27 +140,3 @@ void rpc_session_unsupported(struct rpc_answer *ans, const char *request_id)
     plm_err_set(&e, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "sessions are not supported by this daemon");
     rpc_error(ans, &e, request_id);
 }
-
-void rpc_describe(const struct rpc_env *env, enum rpc_fmt fmt, const char *body, size_t len,
-                  const char *request_id, struct rpc_answer *ans)
-{
-    struct plm_err err = {0};
-    ProtobufCMessage *req = rpc_decode(&plimsoll__v1__describe_request__descriptor, fmt, body, len, NULL, &err);
-    if (!req) {
-        rpc_decode_failed(ans, &err, request_id);
-        return;
-    }
-    protobuf_c_message_free_unpacked(req, NULL);
-    struct plm_describe d = {0};
-    env->provider->ops->describe(env->provider, &d);
-    Plimsoll__V1__DescribeResponse *m = wire_describe_to_pb(&d, PLM_PROTOCOL);
-    if (!m) {
-        plm_err_set(&err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building Describe");
-        rpc_error(ans, &err, request_id);
-        return;
-    }
-    sess_svc_describe(env->sessions, m); /* fields 15-20 */
-    rpc_encode(ans, &m->base, fmt, request_id);
-    protobuf_c_message_free_unpacked(&m->base, NULL);
-}
-

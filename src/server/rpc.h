@@ -29,6 +29,7 @@ struct rpc_counters {
 struct brk_profiles;
 struct sess_svc;
 struct ui_ring;
+struct describe_cache;
 
 struct rpc_env {
     struct plm_provider *provider;
@@ -38,6 +39,7 @@ struct rpc_env {
     struct sess_svc *sessions; /* NULL: sessions off (session_rpc.h) */
     struct ui_ring *ring; /* PLIMSOLL_UI=1: the last run cards for the page (ui_ring.h); else NULL */
     struct spend *spend;  /* the paid allowance (core/spend.h); NULL: the provider bills nothing */
+    struct describe_cache *describe_cache; /* describe.h; NULL: Describe is encoded on every call */
 };
 
 struct rpc_answer {

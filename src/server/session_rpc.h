@@ -29,6 +29,9 @@ void sess_svc_shutdown(struct sess_svc *s);
 void sess_svc_free(struct sess_svc *s);
 /* Describe fields 15-20 (left false/zero when s is NULL). */
 void sess_svc_describe(const struct sess_svc *s, Plimsoll__V1__DescribeResponse *m);
+/* The session environment Describe states (field 18), zeroed first; false when s is NULL. The
+ * other session fields come from the configuration, fixed for the service's life. */
+bool sess_svc_env(const struct sess_svc *s, struct plm_payload_env *e);
 /* Runs the due timers now (tests drive time through this; the thread calls it too). */
 void sess_svc_tick(struct sess_svc *s, uint64_t now_ms);
 /* Open sessions, for tests and metrics. */

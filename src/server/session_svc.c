@@ -323,13 +323,21 @@ uint32_t sess_svc_open_count(struct sess_svc *svc)
     return c.open;
 }
 
+bool sess_svc_env(const struct sess_svc *svc, struct plm_payload_env *e)
+{
+    memset(e, 0, sizeof *e);
+    if (!svc)
+        return false;
+    if (svc->provider->ops->session_env)
+        svc->provider->ops->session_env(svc->provider, e);
+    return true;
+}
+
 void sess_svc_describe(const struct sess_svc *svc, Plimsoll__V1__DescribeResponse *m)
 {
-    if (!svc)
+    struct plm_payload_env e;
+    if (!sess_svc_env(svc, &e))
         return;
-    struct plm_payload_env e = {0};
-    if (svc->provider->ops->session_env)
-        svc->provider->ops->session_env(svc->provider, &e);
     m->supports_sessions = true;
     m->session_lifetime_ms = (uint32_t)svc->cfg.lifetime_ms;
     m->session_idle_timeout_ms = (uint32_t)svc->cfg.idle_ms;

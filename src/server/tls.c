@@ -4,11 +4,16 @@
 #include <errno.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+
+#define TLS_READ_AHEAD (16u * 1024 + 512) /* one whole record and the header of the next */
 
 /* TLS 1.2 and 1.3 only, GnuTLS's NORMAL suites otherwise; the server's preference order. */
 #define TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
@@ -29,7 +34,67 @@ struct tls_conn {
     gnutls_session_t s;
     struct tls_creds *creds;
     bool send_pending; /* a send returned AGAIN: the next one repeats it (GnuTLS's rule) */
+    int fd;
+    /* Read ahead: GnuTLS asks for a record's 5-byte header, then its body, two recv calls per
+     * record; one recv into this buffer serves both. Allocated only while it holds bytes, so an
+     * idle connection costs nothing here. */
+    unsigned char *ahead;
+    size_t ahead_off, ahead_len;
 };
+
+static void ahead_release(struct tls_conn *c)
+{
+    free(c->ahead);
+    c->ahead = NULL;
+    c->ahead_off = c->ahead_len = 0;
+}
+
+/* GnuTLS's pull: from the read-ahead first, else one recv of up to a whole record. */
+static ssize_t conn_pull(gnutls_transport_ptr_t p, void *data, size_t len)
+{
+    struct tls_conn *c = p;
+    if (c->ahead_len > c->ahead_off) {
+        size_t n = c->ahead_len - c->ahead_off < len ? c->ahead_len - c->ahead_off : len;
+        memcpy(data, c->ahead + c->ahead_off, n);
+        c->ahead_off += n;
+        if (c->ahead_off == c->ahead_len)
+            ahead_release(c);
+        return (ssize_t)n;
+    }
+    if (len >= TLS_READ_AHEAD) { /* as large as the buffer: straight into GnuTLS's */
+        ssize_t r = recv(c->fd, data, len, MSG_DONTWAIT);
+        if (r < 0)
+            gnutls_transport_set_errno(c->s, errno);
+        return r;
+    }
+    if (!(c->ahead = malloc(TLS_READ_AHEAD))) {
+        gnutls_transport_set_errno(c->s, ENOMEM);
+        return -1;
+    }
+    ssize_t r = recv(c->fd, c->ahead, TLS_READ_AHEAD, MSG_DONTWAIT);
+    if (r <= 0) {
+        int e = errno;
+        ahead_release(c);
+        if (r < 0)
+            gnutls_transport_set_errno(c->s, e);
+        return r;
+    }
+    c->ahead_len = (size_t)r;
+    return conn_pull(p, data, len);
+}
+
+/* GnuTLS asks this before some reads: bytes are ready when the read-ahead holds some. */
+static int conn_pull_timeout(gnutls_transport_ptr_t p, unsigned int ms)
+{
+    struct tls_conn *c = p;
+    if (c->ahead_len > c->ahead_off)
+        return 1;
+    struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+    int r = poll(&pf, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+    if (r < 0)
+        gnutls_transport_set_errno(c->s, errno);
+    return r;
+}
 
 static void creds_unref(struct tls_creds *c)
 {
@@ -175,7 +240,11 @@ struct tls_conn *tls_conn_new(struct tls_store *t, int fd)
         return NULL;
     }
     gnutls_certificate_server_set_request(c->s, GNUTLS_CERT_IGNORE);
-    gnutls_transport_set_int(c->s, fd);
+    /* reads through the read-ahead (conn_pull), writes straight to the socket (GnuTLS's own) */
+    c->fd = fd;
+    gnutls_transport_set_ptr2(c->s, c, (gnutls_transport_ptr_t)(intptr_t)fd); /* as set_int does */
+    gnutls_transport_set_pull_function(c->s, conn_pull);
+    gnutls_transport_set_pull_timeout_function(c->s, conn_pull_timeout);
     return c;
 }
 
@@ -185,6 +254,7 @@ void tls_conn_free(struct tls_conn *c)
         return;
     gnutls_deinit(c->s);
     creds_unref(c->creds);
+    ahead_release(c);
     free(c);
 }
 
@@ -220,6 +290,11 @@ ssize_t tls_conn_recv(struct tls_conn *c, void *buf, size_t n)
             return 0; /* closed without close_notify: an end, as with plain TCP */
         return TLS_FAIL; /* renegotiation attempts included: this server does not renegotiate */
     }
+}
+
+bool tls_conn_pending(const struct tls_conn *c)
+{
+    return gnutls_record_check_pending(c->s) > 0 || c->ahead_len > c->ahead_off;
 }
 
 ssize_t tls_conn_send(struct tls_conn *c, const void *buf, size_t n)

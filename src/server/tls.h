@@ -33,6 +33,9 @@ int tls_conn_handshake(struct tls_conn *c);
 bool tls_conn_wants_write(const struct tls_conn *c);
 /* > 0 bytes; 0 the peer closed; TLS_AGAIN; TLS_FAIL. */
 ssize_t tls_conn_recv(struct tls_conn *c, void *buf, size_t n);
+/* Bytes read from the socket but not yet returned (decrypted, or read ahead): epoll cannot
+ * report them, so the caller reads on. */
+bool tls_conn_pending(const struct tls_conn *c);
 /* > 0 bytes taken; TLS_AGAIN (call again later with the same bytes); TLS_FAIL. */
 ssize_t tls_conn_send(struct tls_conn *c, const void *buf, size_t n);
 /* Sends close_notify if it can without blocking. */
