@@ -164,7 +164,7 @@ int mv_module_proof(struct mv_state *s, struct plm_err *err)
     int c = ev_add_check(&s->ev, "module.models", "the project disk lists its models in " MV_MODELS_DIR ", " PROOF_MODEL
                          " among them", has_proof_model, "%zu: %.200s", total, list);
     c |= ev_add_check(&s->ev, "module.row",
-                      "Lorenz (1, 1, 1), end 1, step 0.01 in a project VM: results SHA-256 " PROOF_SHA256, ok,
+                      "Lorenz (1, 1, 1), end 1, step 0.01: results SHA-256 " PROOF_SHA256, ok,
                       "%s (%lld ms)", sum[0] ? sum : (m.detail && m.detail[0] ? m.detail : e.msg), (long long)ms);
     plm_module_result_free(&m);
     if (c < 0)
