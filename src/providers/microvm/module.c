@@ -120,6 +120,8 @@ static size_t read_models(struct mv_state *ps, const struct plm_bytes *out)
 int mv_module_proof(struct mv_state *s, struct plm_err *err)
 {
     struct mv_state *ps = s->proj;
+    __atomic_store_n(&ps->module_proven, 0, __ATOMIC_RELEASE);
+    ps->n_models = 0;
     double v[] = {1, 1, 1};
     struct plm_row row = {v, 3};
     struct plm_request q = {.protocol = 3, .kind = PLM_KIND_MODULE,
