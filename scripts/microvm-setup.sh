@@ -12,11 +12,15 @@
 #   scripts/microvm-setup.sh fetch [DEST]                 (default DEST: <repo>/third_party/microvm)
 #   scripts/microvm-setup.sh initramfs OUT INIT [DEST]    OUT: the cpio to write; INIT: the static
 #                                                         guest init (src/providers/microvm/guest)
-#   scripts/microvm-setup.sh node-image OUT               OUT: a read-only ext4 image of the host's
+#   scripts/microvm-setup.sh node-image OUT [WORKER MODEL...]
+#                                                         OUT: a read-only ext4 image of the host's
 #                                                         node and the shared libraries ldd names
 #                                                         for it, and python3 with its data
 #                                                         libraries (project VMs' /usr, virtio-blk;
-#                                                         MICROVM_PYTHON=0 leaves Python off)
+#                                                         MICROVM_PYTHON=0 leaves Python off);
+#                                                         WORKER, MODEL: the static module worker
+#                                                         and models (model-<Name>) to carry at
+#                                                         lib/plimsoll/ (docs/modules.md)
 set -eu
 
 KPKG=linux-image-6.1.0-57-cloud-amd64
@@ -108,6 +112,9 @@ initramfs() {
 # directory's change time from the stage, so a rebuild can differ in a few bytes (a new identity).
 node_image() {
     out=$1
+    worker=${2:-}
+    models=
+    [ $# -ge 2 ] && shift 2 && models=$*
     [ -x "$NODE" ] || die "$NODE missing: apt-get install nodejs (scripts/install-deps.sh)"
     command -v mke2fs >/dev/null 2>&1 || PATH=$PATH:/sbin:/usr/sbin
     command -v mke2fs >/dev/null 2>&1 || die "mke2fs missing: apt-get install e2fsprogs"
@@ -135,6 +142,18 @@ node_image() {
     [ -n "$loader" ] || die "no dynamic loader in ldd $NODE"
     rm -f "$stage/lib64/$(basename "$loader")"
     cp -L "$loader" "$stage/lib64/$(basename "$loader")"
+    # Module runs (docs/modules.md): the worker and each model, static, owned by root (mke2fs
+    # copies the stage's owners; the worker loads only root-owned models from a read-only mount).
+    if [ -n "$worker" ]; then
+        mkdir -p "$stage/lib/plimsoll/models"
+        cp "$worker" "$stage/lib/plimsoll/sim-worker"
+        for m in $models; do
+            name=$(basename "$m")
+            case "$name" in model-?*) ;; *) die "module model $m is not named model-<Name>" ;; esac
+            cp "$m" "$stage/lib/plimsoll/models/${name#model-}"
+        done
+        chmod 0755 "$stage/lib/plimsoll/sim-worker" "$stage/lib/plimsoll/models"/*
+    fi
     chmod -R a+rX,go-w "$stage"
     # Python's sources keep their times: the byte code beside them records them, and a stale
     # record would make every import compile again (the disk is read-only, nothing is cached).
@@ -147,6 +166,15 @@ node_image() {
         -E root_owner=0:0,hash_seed=6e6f6465-0000-4000-8000-000000000002,lazy_itable_init=0 \
         -L plm-node -d "$stage" "$out.tmp" $((kib / 4 + kib / 40 + 1024)) >/dev/null ||
         die "mke2fs of $out failed"
+    # A build as another user: the module files become root's on the disk itself.
+    if [ -n "$worker" ] && [ "$(id -u)" != 0 ]; then
+        cmds=$stage.debugfs
+        for f in $(cd "$stage" && find lib/plimsoll); do
+            printf 'sif /%s uid 0\nsif /%s gid 0\n' "$f" "$f" >>"$cmds"
+        done
+        debugfs -w -f "$cmds" "$out.tmp" >/dev/null 2>&1 || die "debugfs could not give the module files to root"
+        rm -f "$cmds"
+    fi
     mv "$out.tmp" "$out"
 }
 
@@ -157,8 +185,9 @@ initramfs)
     initramfs "$2" "$3" "${4:-$here/../third_party/microvm}"
     ;;
 node-image)
-    [ $# -ge 2 ] || die "usage: $0 node-image OUT"
-    node_image "$2"
+    [ $# -ge 2 ] || die "usage: $0 node-image OUT [WORKER MODEL...]"
+    shift
+    node_image "$@"
     ;;
-*) die "usage: $0 fetch [DEST] | initramfs OUT INIT [DEST] | node-image OUT" ;;
+*) die "usage: $0 fetch [DEST] | initramfs OUT INIT [DEST] | node-image OUT [WORKER MODEL...]" ;;
 esac

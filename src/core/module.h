@@ -45,3 +45,40 @@ int plm_plsm_decode(const uint8_t *p, size_t n, const struct plm_request *r, str
 
 /* Frees the runs of a module result (not detail/out/err). */
 void plm_module_runs_free(struct plm_module_result *m);
+
+/* ---- a module run as a project (module_project.c; docker and microvm run it that way) ---- */
+
+/* The project a module run becomes: file params.txt, optionally pre_step, then the worker step
+ * `exec WORKER --model MODELS_DIR/<model> params.txt results.bin END STEP 8388608`, artifact
+ * results.bin. `project` points into the plan itself: do not copy a plan. */
+struct plm_module_plan {
+    struct plm_request project;
+    struct plm_file files[1];
+    const char *steps[2];
+    const char *arts[1];
+    size_t worker_step; /* the worker step's index among the project's steps */
+    char *params;       /* params.txt (malloc'd) */
+    size_t params_len;
+    char cmd[512];
+};
+
+/* Builds the plan of r (already validated: plm_module_check). -1 with err (internal) when the
+ * command does not fit or out of memory. */
+int plm_module_plan_make(struct plm_module_plan *pl, const struct plm_request *r, const char *worker,
+                         const char *models_dir, const char *pre_step, struct plm_err *err);
+void plm_module_plan_done(struct plm_module_plan *pl);
+
+/* The outcome table of providers.md §3.6 over the project the run became (step: the worker
+ * step's index): the runner's own outcome passes through; worker exit 0 decodes results.bin
+ * (protocol_error when it does not decode), 1-3 is setup_failed "the worker refused the request:
+ * <its message>", 4 is -1 with err invalid_argument (code ran: no refusal mark), anything else is
+ * protocol_error. Takes the step's stdout/stderr (capped) into m. -1 also out of memory. */
+int plm_module_outcome(const struct plm_request *r, struct plm_project_result *pr, size_t step,
+                       struct plm_module_result *m, struct plm_err *err);
+
+/* SHA-256 (lowercase hex) over each run's status (i32 LE) then its outputs (f64 LE), in order:
+ * the checksum the startup proofs and the black-box tests pin (docs/modules.md). "" on failure. */
+void plm_module_checksum(const struct plm_module_result *m, char hex[65]);
+
+/* Frees everything in m (runs, detail, stdout, stderr). */
+void plm_module_result_free(struct plm_module_result *m);

@@ -203,10 +203,85 @@ static void test_plsm(void)
     CHECK(decode(c, n, &m, &why) < 0);
 }
 
+/* The project a module run becomes (module_project.c), and the worker-exit table over it. */
+static void test_plan_and_outcome(void)
+{
+    double v[] = {7};
+    struct plm_row rows[2] = {{v, 1}, {v, 1}};
+    struct plm_request r = {.protocol = 3, .kind = PLM_KIND_MODULE,
+                            .module = {.model = "M", .rows = rows, .n_rows = 2, .end_time = 1, .step = 0.5}};
+    struct plm_module_plan pl;
+    memset(&err, 0, sizeof err);
+    CHECK(plm_module_plan_make(&pl, &r, "/w", "/m", "ls", &err) == 0);
+    CHECK(pl.project.kind == PLM_KIND_PROJECT && pl.project.project.n_steps == 2 && pl.worker_step == 1);
+    CHECK(!strcmp(pl.project.project.steps[0], "ls"));
+    CHECK(!strcmp(pl.project.project.steps[1], "exec /w --model /m/M params.txt results.bin 1 0.5 8388608"));
+    CHECK(!strcmp(pl.project.project.files[0].path, "params.txt") && !strcmp(pl.params, "7\n7\n"));
+    CHECK(pl.project.project.n_artifacts == 1 && !strcmp(pl.project.project.artifacts[0], "results.bin"));
+    plm_module_plan_done(&pl);
+
+    uint8_t rec[256];
+    size_t n = good_record(rec);
+    struct plm_step_result step = {0};
+    struct plm_artifact art = {.path = "results.bin", .content = {rec, n}};
+    struct plm_project_result pr = {.steps = &step, .n_steps = 1, .outcome = PLM_OUTCOME_COMPLETED,
+                                    .artifacts = &art, .n_artifacts = 1};
+    struct plm_module_result m = {0};
+    /* exit 0 and a valid record: completed, the runs decoded */
+    CHECK(plm_module_outcome(&r, &pr, 0, &m, &err) == 0 && m.outcome == PLM_OUTCOME_COMPLETED && m.n_runs == 2);
+    char hex[65];
+    plm_module_checksum(&m, hex);
+    CHECK(strlen(hex) == 64);
+    plm_module_result_free(&m);
+    /* 1-3: setup_failed with the worker's message, its prefix cut */
+    static const char msg[] = "plimsoll-sim-worker: model \"X\" is not installed\nmore";
+    for (int code = 1; code <= 3; code++) {
+        step.exit_code = code;
+        step.err = (struct plm_bytes){(uint8_t *)strdup(msg), sizeof msg - 1};
+        memset(&m, 0, sizeof m);
+        CHECK(plm_module_outcome(&r, &pr, 0, &m, &err) == 0 && m.outcome == PLM_OUTCOME_SETUP_FAILED);
+        CHECK(m.detail && !strcmp(m.detail, "the worker refused the request: model \"X\" is not installed"));
+        CHECK(m.n_runs == 0);
+        plm_module_result_free(&m);
+    }
+    /* 4: invalid_argument, no refusal mark (the worker ran) */
+    step.exit_code = 4;
+    memset(&m, 0, sizeof m);
+    memset(&err, 0, sizeof err);
+    CHECK(plm_module_outcome(&r, &pr, 0, &m, &err) < 0 && err.kind == PLM_E_INVALID && err.refusal == PLM_REFUSAL_NONE);
+    plm_module_result_free(&m);
+    /* anything else, a missing step, a missing, truncated or bad record: protocol_error */
+    step.exit_code = 139;
+    memset(&m, 0, sizeof m);
+    CHECK(plm_module_outcome(&r, &pr, 0, &m, &err) == 0 && m.outcome == PLM_OUTCOME_PROTOCOL_ERROR);
+    plm_module_result_free(&m);
+    step.exit_code = 0;
+    memset(&m, 0, sizeof m);
+    CHECK(plm_module_outcome(&r, &pr, 1, &m, &err) == 0 && m.outcome == PLM_OUTCOME_PROTOCOL_ERROR);
+    plm_module_result_free(&m);
+    pr.n_artifacts = 0;
+    memset(&m, 0, sizeof m);
+    CHECK(plm_module_outcome(&r, &pr, 0, &m, &err) == 0 && m.outcome == PLM_OUTCOME_PROTOCOL_ERROR);
+    plm_module_result_free(&m);
+    pr.n_artifacts = 1;
+    art.content.len = n - 1;
+    memset(&m, 0, sizeof m);
+    CHECK(plm_module_outcome(&r, &pr, 0, &m, &err) == 0 && m.outcome == PLM_OUTCOME_PROTOCOL_ERROR && m.n_runs == 0);
+    plm_module_result_free(&m);
+    /* the runner's own outcome passes through with its detail */
+    pr.outcome = PLM_OUTCOME_TIMED_OUT;
+    pr.detail = strdup("step 1 exceeded its time budget");
+    memset(&m, 0, sizeof m);
+    CHECK(plm_module_outcome(&r, &pr, 0, &m, &err) == 0 && m.outcome == PLM_OUTCOME_TIMED_OUT);
+    CHECK(m.detail && !strcmp(m.detail, "step 1 exceeded its time budget") && !pr.detail);
+    plm_module_result_free(&m);
+}
+
 int main(void)
 {
     test_checks();
     test_format();
     test_plsm();
+    test_plan_and_outcome();
     return unit_done();
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../../core/limits.h"
+#include "../../core/module.h"
 #include "../../core/pylang.h"
 #include "mv_int.h"
 
@@ -62,6 +63,7 @@ static void mv_describe(struct plm_provider *p, struct plm_describe *d)
     d->project.languages[0] = "shell";
     if (proven && __atomic_load_n(&s->python_proven, __ATOMIC_ACQUIRE))
         d->project.languages[1] = "python"; /* smoke.c imported the data libraries in a project VM */
+    mv_module_env(s, d); /* module runs: only once module.c's proof passed */
     d->memory_mb = s->cfg.memory_mb;
     d->disk_mb = s->cfg.disk_mb;
     d->cpus = s->cfg.cpus;
@@ -188,6 +190,18 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
     return 0;
 }
 
+static int mv_run_module_op(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                            struct plm_result *out, struct plm_err *err)
+{
+    if (tier_check_floor(mv_tier(p), ctx->floor, err) < 0)
+        return -1;
+    if (req->kind != PLM_KIND_MODULE || !req->module.model)
+        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "not a module run");
+    if (plm_module_check(req, err) < 0) /* the daemon checked; cheap to hold here too */
+        return -1;
+    return mv_run_module(st_of(p), ctx, req, out, err);
+}
+
 static void state_free(struct mv_state *s)
 {
     if (!s)
@@ -219,6 +233,7 @@ static const struct plm_provider_ops mv_ops = {
     .session_run_cell = mv_session_run_cell,
     .session_suspend = mv_session_suspend,
     .session_close = mv_session_close,
+    .run_module = mv_run_module_op,
     .destroy = mv_destroy,
 };
 

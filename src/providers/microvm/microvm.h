@@ -1,7 +1,8 @@
 /* microvm.h: the `microvm` provider (vm tier): one jailed QEMU `microvm` per run, Debian's cloud
  * kernel, our static guest init and QuickJS agent (docs/microvm.md). KVM where a probe guest
  * boots, TCG otherwise: the accelerator is evidence, not a tier. Projects run `sh -c` steps with
- * busybox and node (a read-only disk image); project grants and modules are unsupported. */
+ * busybox, node and python3 (a read-only disk image); module runs use the worker and models on
+ * that disk (module.c, docs/modules.md); project grants are unsupported. */
 #pragma once
 #include <stdint.h>
 

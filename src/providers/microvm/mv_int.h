@@ -16,6 +16,7 @@
 #define MV_SEED_TIMEOUT_MS 20000u    /* restore (or boot) to SEEDED */
 #define MV_GRACE_MS 3000u            /* after a run's deadline before the VM is killed */
 #define MV_SAVE_TIMEOUT_MS 60000u
+#define MV_MODELS_MAX 8u /* model names Describe lists (module.c) */
 
 enum mv_boot {
     MV_BOOT_COLD,     /* boot the kernel; wait for READY */
@@ -63,6 +64,11 @@ struct mv_state {
     struct plm_evidence ev;
     int proven; /* atomic */
     int python_proven; /* atomic; project VMs imported numpy, pandas, matplotlib at startup (smoke.c) */
+    /* Project state only (module.c): the models the startup proof listed on the disk, and whether
+     * its Lorenz row gave the pinned checksum. Written before anything is served. */
+    char models[MV_MODELS_MAX][65];
+    size_t n_models;
+    int module_proven; /* atomic */
 };
 
 /* microvm.c: (re)builds s->jail for the accelerator (gid: /dev/kvm's group under KVM). */
@@ -129,5 +135,16 @@ int mv_session_suspend(struct plm_provider *p, struct plm_session *h, bool *hold
 int mv_session_close(struct plm_provider *p, struct plm_session *h, struct plm_err *err);
 
 /* smoke.c */
+/* A seeded VM of s for a startup proof (restored from s's template, or booted cold; no pool). */
+int mv_proof_vm(struct mv_state *s, struct mv_vm *vm, struct plm_err *err);
 /* Proves s (snippets, probes) and s->proj (its template, a node project step). */
 int mv_prove(struct mv_state *s, struct plm_err *err);
+
+/* module.c */
+/* One module run (req validated, floor checked) in a project VM; fills out->module. */
+int mv_run_module(struct mv_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                  struct plm_result *out, struct plm_err *err);
+/* The module proof in a project VM (on s's card): the model list and the pinned Lorenz row. */
+int mv_module_proof(struct mv_state *s, struct plm_err *err);
+/* Describe's module environment, once proven. */
+void mv_module_env(struct mv_state *s, struct plm_describe *d);

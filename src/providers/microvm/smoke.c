@@ -162,6 +162,11 @@ static int one_vm(struct mv_state *s, struct mv_vm *vm, struct plm_err *err)
     return 0;
 }
 
+int mv_proof_vm(struct mv_state *s, struct mv_vm *vm, struct plm_err *err)
+{
+    return one_vm(s, vm, err);
+}
+
 /* Sends PROBE and copies the guest's PROBE_RESULT text into text (NUL-terminated); the VM is
  * killed either way. */
 static int probe_text(struct mv_vm *vm, char text[MVC_PROBE_RESULT_MAX + 1], struct plm_err *err)
@@ -481,6 +486,11 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
     if (r == 0) {
         plm_progress("microvm", "proof", "importing numpy, pandas and matplotlib in a project guest");
         r = python_probe(s, err);
+        note_checks(s, &seen);
+    }
+    if (r == 0) {
+        plm_progress("microvm", "proof", "running a module row in a project guest");
+        r = mv_module_proof(s, err);
         note_checks(s, &seen);
     }
     if (r < 0)
