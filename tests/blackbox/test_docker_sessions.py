@@ -414,14 +414,16 @@ class DockerSessionsBase(_Prereq):
                   "    except (OSError, IndexError):\n        pass\n"
                   "print(len(st), st.count('Z'))")
         # children left unwaited, children still running at the cell's end, and double-forked
-        # orphans (re-parented to the agent, PID 1) that end during the call
-        python_forks = ("import os, time\nfor i in range(30):\n    if os.fork() == 0:\n        os._exit(0)\n"
-                        "for i in range(10):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
-                        "for i in range(10):\n    if os.fork() == 0:\n        if os.fork() == 0:\n"
+        # orphans (re-parented to the agent, PID 1) that end during the call. Few of each: under
+        # runsc every forked interpreter's pages are the sentry's, counted in the session's memory
+        # cgroup, and 50 of them at once drove the sentry into the OOM killer on a loaded host.
+        python_forks = ("import os, time\nfor i in range(10):\n    if os.fork() == 0:\n        os._exit(0)\n"
+                        "for i in range(5):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+                        "for i in range(5):\n    if os.fork() == 0:\n        if os.fork() == 0:\n"
                         "            time.sleep(0.1)\n        os._exit(0)\n"
                         "time.sleep(0.6)")
         js_spawns = ("const {spawn, spawnSync} = require('child_process');"
-                     "for (let i = 0; i < 10; i++) spawn('/usr/bin/node', ['-e', 'setTimeout(() => {}, 60000)']);"
+                     "for (let i = 0; i < 3; i++) spawn('/usr/bin/node', ['-e', 'setTimeout(() => {}, 60000)']);"
                      "spawnSync('/usr/bin/node', ['-e', '1']);")
         r = c.cell(census, language="python")
         base = tuple(int(x) for x in out(r).split())
