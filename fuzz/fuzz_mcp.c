@@ -19,6 +19,15 @@ json_t *mcp_tools_list(const struct mcp_server *s)
     return json_pack("{s:[]}", "tools");
 }
 void mcp_sessions_close_all(struct mcp_server *s) { (void)s; }
+/* --backends is never given here: the pool is never loaded (the backends file parser is
+ * libplimsoll's, src/lib/backends.c, covered by lib_placement). */
+void plc_pool_init(struct plc_pool *p) { (void)p; }
+int plc_pool_load(struct plc_pool *p, const char *path, struct plm_err *err)
+{
+    (void)p, (void)path, (void)err;
+    return -1;
+}
+void plc_pool_done(struct plc_pool *p) { (void)p; }
 json_t *mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, int *rpc_code,
                        const char **rpc_msg)
 {
