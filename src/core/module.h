@@ -79,6 +79,9 @@ int plm_module_outcome(const struct plm_request *r, struct plm_project_result *p
 /* SHA-256 (lowercase hex) over each run's status (i32 LE) then its outputs (f64 LE), in order:
  * the checksum the startup proofs and the black-box tests pin (docs/modules.md). "" on failure. */
 void plm_module_checksum(const struct plm_module_result *m, char hex[65]);
+/* The model names a listing step printed (one per line, guest bytes): those matching the model id
+ * rule, the first cap of them copied into models. Returns how many matched (the card says so). */
+size_t plm_module_read_models(const struct plm_bytes *out, char (*models)[65], size_t cap, size_t *kept);
 
 /* Frees everything in m (runs, detail, stdout, stderr). */
 void plm_module_result_free(struct plm_module_result *m);

@@ -167,3 +167,32 @@ void plm_module_result_free(struct plm_module_result *m)
     plm_bytes_done(&m->err);
     plm_module_runs_free(m);
 }
+
+size_t plm_module_read_models(const struct plm_bytes *out, char (*models)[65], size_t cap, size_t *kept)
+{
+    size_t n = 0, total = 0, i = 0;
+    while (i < out->len) {
+        size_t j = i;
+        while (j < out->len && out->data[j] != '\n')
+            j++;
+        char name[65];
+        size_t len = j - i;
+        if (len > 0 && len < sizeof name) {
+            memcpy(name, out->data + i, len);
+            name[len] = 0;
+            double one = 1;
+            struct plm_row row = {&one, 1};
+            struct plm_request q = {.kind = PLM_KIND_MODULE,
+                                    .module = {.model = name, .rows = &row, .n_rows = 1, .end_time = 1, .step = 1}};
+            struct plm_err e = {0};
+            if (plm_module_check(&q, &e) == 0) {
+                total++;
+                if (n < cap)
+                    memcpy(models[n++], name, len + 1);
+            }
+        }
+        i = j + 1;
+    }
+    *kept = n;
+    return total;
+}

@@ -70,35 +70,10 @@ int dock_run_module(struct dock_state *s, const struct plm_run_ctx *ctx, const s
     return rc;
 }
 
-/* The names `ls -1 /models` printed: each must match the model id rule; at most
- * DOCK_MODULE_MODELS_MAX are kept (the card says how many there were). */
+/* The names `ls -1` printed that match the model id rule (guest bytes); the card says how many. */
 static size_t read_models(struct dock_state *s, const struct plm_bytes *out)
 {
-    size_t n = 0, total = 0, i = 0;
-    while (i < out->len) {
-        size_t j = i;
-        while (j < out->len && out->data[j] != '\n')
-            j++;
-        char name[65];
-        size_t len = j - i;
-        if (len > 0 && len < sizeof name) {
-            memcpy(name, out->data + i, len);
-            name[len] = 0;
-            double one = 1;
-            struct plm_row row = {&one, 1};
-            struct plm_request q = {.kind = PLM_KIND_MODULE,
-                                    .module = {.model = name, .rows = &row, .n_rows = 1, .end_time = 1, .step = 1}};
-            struct plm_err e = {0};
-            if (plm_module_check(&q, &e) == 0) {
-                total++;
-                if (n < DOCK_MODULE_MODELS_MAX)
-                    memcpy(s->models[n++], name, len + 1);
-            }
-        }
-        i = j + 1;
-    }
-    s->n_models = n;
-    return total;
+    return plm_module_read_models(out, s->models, DOCK_MODULE_MODELS_MAX, &s->n_models);
 }
 
 int dock_module_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err)

@@ -86,35 +86,10 @@ int mv_run_module(struct mv_state *s, const struct plm_run_ctx *ctx, const struc
     return rc;
 }
 
-/* The names `ls -1` printed that match the model id rule; at most MV_MODELS_MAX are kept. Returns
- * how many there were. */
+/* The names `ls -1` printed that match the model id rule (guest bytes); the card says how many. */
 static size_t read_models(struct mv_state *ps, const struct plm_bytes *out)
 {
-    size_t n = 0, total = 0, i = 0;
-    while (i < out->len) {
-        size_t j = i;
-        while (j < out->len && out->data[j] != '\n')
-            j++;
-        char name[65];
-        size_t len = j - i;
-        if (len > 0 && len < sizeof name) {
-            memcpy(name, out->data + i, len);
-            name[len] = 0;
-            double one = 1;
-            struct plm_row row = {&one, 1};
-            struct plm_request q = {.kind = PLM_KIND_MODULE,
-                                    .module = {.model = name, .rows = &row, .n_rows = 1, .end_time = 1, .step = 1}};
-            struct plm_err e = {0};
-            if (plm_module_check(&q, &e) == 0) {
-                total++;
-                if (n < MV_MODELS_MAX)
-                    memcpy(ps->models[n++], name, len + 1);
-            }
-        }
-        i = j + 1;
-    }
-    ps->n_models = n;
-    return total;
+    return plm_module_read_models(out, ps->models, MV_MODELS_MAX, &ps->n_models);
 }
 
 int mv_module_proof(struct mv_state *s, struct plm_err *err)
