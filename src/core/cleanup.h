@@ -52,3 +52,19 @@ static inline pid_t take_pid(pid_t *pid)
     *pid = -1;
     return v;
 }
+
+/* DEFINE_CLEANUP(type, fn) makes `cleanup_fn_<fn>` and lets `__attribute__((cleanup(cleanup_fn_<fn>)))`
+ * release a `type *` with fn(ptr) when the pointer is non-NULL. Layers that own foreign objects
+ * (json_t, CURL, curl_slist, scmp_filter_ctx ...) declare their own one-liners with it next to the
+ * library's header, so core stays free of those libraries:
+ *   DEFINE_CLEANUP(json_t, json_decref)  then  json_t *v cleanup_(json_decref) = NULL; */
+#define DEFINE_CLEANUP(type, fn)                                                                   \
+    static inline void cleanup_fn_##fn(type **p)                                                   \
+    {                                                                                              \
+        if (*p) {                                                                                  \
+            int saved_ = errno;                                                                    \
+            fn(*p);                                                                                \
+            errno = saved_;                                                                        \
+        }                                                                                          \
+    }
+#define cleanup_(fn) __attribute__((cleanup(cleanup_fn_##fn)))
