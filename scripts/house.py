@@ -40,7 +40,7 @@ def cleanup_pattern(files):
     names = set()
     for f in files:
         with open(f, encoding="utf-8", errors="replace") as fh:
-            names |= set(re.findall(r"#\s*define\s+([A-Za-z_][A-Za-z0-9_]*)\s+" + ATTR, fh.read()))
+            names |= set(re.findall(r"#\s*define\s+([A-Za-z_][A-Za-z0-9_]*)(?:\([^)]*\))?\s+" + ATTR, fh.read()))
     alts = [ATTR] + [r"\b%s\b" % re.escape(n) for n in sorted(names)]
     return re.compile("|".join(alts))
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -68,3 +69,14 @@ static inline pid_t take_pid(pid_t *pid)
         }                                                                                          \
     }
 #define cleanup_(fn) __attribute__((cleanup(cleanup_fn_##fn)))
+
+/* Other owned kinds with a named attribute, for the common cases. */
+static inline void cleanup_fclose_fn(FILE **f)
+{
+    if (*f) {
+        int saved = errno;
+        fclose(*f);
+        errno = saved;
+    }
+}
+#define cleanup_fclose __attribute__((cleanup(cleanup_fclose_fn)))
