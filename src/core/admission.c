@@ -7,6 +7,7 @@
  * operation is O(1) on average and never blocks on I/O. */
 #include "admission.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -131,7 +132,7 @@ int adm_acquire_parts(struct adm *a, const char *caller, uint64_t now_ms, bool s
     struct adm_key *k = find_key(a, caller, true, now_ms);
     if (!k) {
         pthread_mutex_unlock(&a->mu);
-        return plm_err_set(err, 12, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "sandbox is at capacity, retry shortly");
+        return plm_err_set(err, ENOMEM, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "sandbox is at capacity, retry shortly");
     }
     if (slot && k->inflight >= a->cfg.per_key_concurrent) {
         uint32_t n = k->inflight;

@@ -28,9 +28,9 @@ int plm_module_plan_make(struct plm_module_plan *pl, const struct plm_request *r
                      " %s %s %u",
                      worker, models_dir, r->module.model, end, step, PLM_MODULE_RESULT_MAX);
     if (n < 0 || (size_t)n >= sizeof pl->cmd)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "module: the worker command does not fit");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "module: the worker command does not fit");
     if (plm_module_params_text(r, &pl->params, &pl->params_len) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     pl->files[0] = (struct plm_file){PLM_MODULE_PARAMS_FILE, pl->params};
     size_t n_steps = 0;
     if (pre_step)
@@ -95,7 +95,7 @@ __attribute__((format(printf, 4, 5))) static int set_detail(struct plm_module_re
     va_end(ap);
     if (n < 0) {
         m->detail = NULL;
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     }
     return 0;
 }
@@ -140,7 +140,7 @@ int plm_module_outcome(const struct plm_request *r, struct plm_project_result *p
     char msg[200];
     worker_message(&m->err, msg, sizeof msg);
     if (s->exit_code == 4)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "the worker refused the request: %s", msg);
+        return plm_fail(err, 0, PLM_E_INVALID, "the worker refused the request: %s", msg);
     if (s->exit_code >= 1 && s->exit_code <= 3)
         return set_detail(m, err, PLM_OUTCOME_SETUP_FAILED, "the worker refused the request: %s", msg);
     if (s->exit_code != 0)

@@ -3,6 +3,8 @@
  * a turn waiter, which waits on the entry's own condition variable. */
 #include "session_registry.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +36,6 @@ struct sreg *sreg_new(const struct sreg_cfg *cfg)
     pthread_mutex_init(&r->mu, NULL);
     r->cfg = *cfg;
     return r;
-}
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void entry_free(struct sreg_session *s)
@@ -206,7 +201,7 @@ static void settle_victim(struct sreg *r, struct sreg_session *v, bool closed)
     if (closed && (v->end == PLM_END_NONE || v->end == PLM_END_CLOSED)) {
         v->end = PLM_END_REPLACED;
         snprintf(v->end_detail, sizeof v->end_detail, "closed to make room for a newer session of the same owner");
-        v->ended_ms = mono_ms();
+        v->ended_ms = clock_mono_ms();
     }
     v->busy = false;
     pthread_cond_broadcast(&v->turn_cv);
@@ -389,7 +384,7 @@ void sreg_set_end(struct sreg *r, struct sreg_session *s, enum plm_session_end w
     if (s->end == PLM_END_NONE || override) {
         s->end = why;
         snprintf(s->end_detail, sizeof s->end_detail, "%s", detail ? detail : "");
-        s->ended_ms = mono_ms();
+        s->ended_ms = clock_mono_ms();
         s->timer_due_ms = 0;
         s->timer_gen++;
     }
