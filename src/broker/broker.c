@@ -89,8 +89,7 @@ static int mint(struct brk_run *r, const struct brk_profile *p, const char *call
                 struct plm_err *err)
 {
     if (p->token_type == BRK_TOKEN_STATIC) {
-        if (!brk_token_ok(p->secret.data, p->secret.len) ||
-            brk_secret_set(&r->cred, p->secret.data, p->secret.len) < 0)
+        if (!brk_token_ok(p->secret.data, p->secret.len) || brk_secret_set(&r->cred, p->secret.data, p->secret.len) < 0)
             return plm_refuse(err, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION,
                               "grant token: the static token is not usable");
     } else if (p->token_type == BRK_TOKEN_JWT) {

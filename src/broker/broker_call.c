@@ -326,7 +326,7 @@ static void deliver(struct lease *l, size_t idx, const struct trip *tr, struct b
 struct call {
     const char *target; /* the raw target, exactly as checked and as sent */
     size_t tlen;
-    long idx; /* the matched allow entry, the trace row's route */
+    long idx;  /* the matched allow entry, the trace row's route */
     char *url; /* origin + target; NULL when out of memory (the trip then fails with 502) */
     uint32_t call_ms, conn_ms;
 };
@@ -379,5 +379,5 @@ void brk_call(struct brk_run *r, const char *method, const char *raw_target, con
     }
     __attribute__((cleanup(brk_xfer_done))) struct brk_xfer x = {.run = r, .keep = true};
     struct trip tr = round_trip(&l, &r->g->routes[c.idx], url, body, body_len, &x, c.call_ms, c.conn_ms); /* 13 */
-    deliver(&l, (size_t)c.idx, &tr, &x, body_len, out); /* 14-16 */
+    deliver(&l, (size_t)c.idx, &tr, &x, body_len, out);                                                   /* 14-16 */
 }
