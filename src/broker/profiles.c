@@ -20,9 +20,11 @@
 #include <unistd.h>
 
 #include "../core/cleanup.h"
+#include "../core/cleanup_json.h"
 #include "../core/limits.h"
 #include "../core/validate.h"
 #include "origin.h"
+#include "profile_names.h"
 #include "text.h"
 
 /* ---- field errors ---------------------------------------------------------------------- */
@@ -45,14 +47,13 @@ static int fail(struct lctx *c, const char *field, const char *fmt, ...)
     /* field NULL: the message is about the object itself ("unknown field ...") */
     const char *f = field ? field : "", *sep = field ? ": " : "";
     if (c->profile)
-        return plm_err_set(c->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "profile \"%s\": %s%s%s", c->profile, f, sep,
-                           why);
-    return plm_err_set(c->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "%s%s%s", f, sep, why);
+        return plm_fail(c->err, 0, PLM_E_INVALID, "profile \"%s\": %s%s%s", c->profile, f, sep, why);
+    return plm_fail(c->err, 0, PLM_E_INVALID, "%s%s%s", f, sep, why);
 }
 
 static int oom(struct lctx *c)
 {
-    return plm_err_set(c->err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    return plm_fail(c->err, ENOMEM, PLM_E_INTERNAL, "out of memory");
 }
 
 /* A JSON string's bytes, refusing an embedded NUL (jansson rejects \u0000 already; twice is
@@ -76,16 +77,20 @@ static bool key_in(const char *k, const char *const *keys)
     return false;
 }
 
+static int unknown_key(struct lctx *c, const char *where, const char *k)
+{
+    char q[80];
+    return fail(c, where, "unknown field \"%s\"", brk_quote(q, sizeof q, k, strlen(k)));
+}
+
 static int check_keys(struct lctx *c, const json_t *o, const char *where, const char *const *keys)
 {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)o, k, v)
     {
-        if (!key_in(k, keys)) {
-            char q[80];
-            return fail(c, where, "unknown field \"%s\"", brk_quote(q, sizeof q, k, strlen(k)));
-        }
+        if (!key_in(k, keys))
+            return unknown_key(c, where, k);
     }
     return 0;
 }
@@ -99,125 +104,6 @@ static void lower_copy(char *dst, const char *src, size_t len)
         dst[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
     }
     dst[len] = '\0';
-}
-
-static bool env_name_ok(const char *s, size_t len)
-{
-    if (len == 0 || len > 128 || (s[0] >= '0' && s[0] <= '9'))
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
-            return false;
-    }
-    return true;
-}
-
-static bool profile_name_ok(const char *s, size_t len)
-{
-    if (len == 0 || len > LIM_GRANT_PROFILE_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-              c == '.'))
-            return false;
-    }
-    return true;
-}
-
-/* Names the client could not survive being shadowed by, and every word that cannot be an
- * identifier in strict-mode or module code. The name is also JSON-quoted where it is used
- * (globalThis["..."]), so this is about a usable global, not about injection. */
-static const char *const reserved_globals[] = {
-    "await",
-    "break",
-    "case",
-    "catch",
-    "class",
-    "const",
-    "continue",
-    "debugger",
-    "default",
-    "delete",
-    "do",
-    "else",
-    "enum",
-    "export",
-    "extends",
-    "false",
-    "finally",
-    "for",
-    "function",
-    "if",
-    "import",
-    "in",
-    "instanceof",
-    "new",
-    "null",
-    "return",
-    "super",
-    "switch",
-    "this",
-    "throw",
-    "true",
-    "try",
-    "typeof",
-    "var",
-    "void",
-    "while",
-    "with",
-    "yield",
-    "let",
-    "static",
-    "implements",
-    "interface",
-    "package",
-    "private",
-    "protected",
-    "public",
-    "arguments",
-    "eval",
-    "undefined",
-    "NaN",
-    "Infinity",
-    "globalThis",
-    "Object",
-    "Array",
-    "Promise",
-    "JSON",
-    "Error",
-    "String",
-    "Number",
-    "Boolean",
-    "Symbol",
-    "Function",
-    "Reflect",
-    "Proxy",
-    "Buffer",
-    "console",
-    "process",
-    "require",
-    "module",
-    "exports",
-    "decodeURIComponent",
-    "encodeURI",
-    NULL,
-};
-
-static bool global_name_ok(const char *s, size_t len)
-{
-    if (len == 0 || len > BRK_GLOBAL_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$';
-        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
-            return false;
-    }
-    if (strncmp(s, "__plimsoll", 10) == 0)
-        return false;
-    return !key_in(s, reserved_globals);
 }
 
 static int dup_str(struct lctx *c, char **dst, const char *s, size_t len)
@@ -443,7 +329,7 @@ static int parse_token(struct lctx *c, const json_t *o, struct brk_profile *p)
         const char *env = jstr(json_object_get(t, "env"), &len);
         if (!env)
             return fail(c, "token.env", "is required (the name of the variable holding the token)");
-        if (!env_name_ok(env, len))
+        if (!brk_env_name_ok(env, len))
             return fail(c, "token.env", "is not a valid environment variable name");
         const char *val;
         if (read_env(c, "token.env", env, &val) < 0)
@@ -467,7 +353,7 @@ static int parse_token(struct lctx *c, const json_t *o, struct brk_profile *p)
         const char *env = jstr(json_object_get(t, "secret_env"), &len);
         if (!env)
             return fail(c, "token.secret_env", "is required (the name of the variable holding the HS256 key)");
-        if (!env_name_ok(env, len))
+        if (!brk_env_name_ok(env, len))
             return fail(c, "token.secret_env", "is not a valid environment variable name");
         const char *val;
         if (read_env(c, "token.secret_env", env, &val) < 0)
@@ -528,20 +414,8 @@ static int parse_health(struct lctx *c, const json_t *o, struct brk_profile *p)
     return 0;
 }
 
-static int parse_profile(struct lctx *c, const char *name, const json_t *o, struct brk_profile *p)
+static int parse_base_url(struct lctx *c, const json_t *o, struct brk_profile *p)
 {
-    static const char *const keys[] = {"base_url", "allow",     "route_max_calls", "allowed_callers", "scopes",
-                                       "token",    "max_calls", "health_check",    "global",          "preamble",
-                                       /* the reference's further keys (profile_ref.c) */
-                                       "catalog", "batch_of", "advice", "advice_retention", "allow_in_sessions",
-                                       "preamble_file", NULL};
-    if (!json_is_object(o))
-        return fail(c, NULL, "must be an object");
-    if (check_keys(c, o, NULL, keys) < 0)
-        return -1;
-    if (dup_str(c, &p->name, name, strlen(name)) < 0)
-        return -1;
-
     size_t len;
     const json_t *bu = json_object_get(o, "base_url");
     if (!bu)
@@ -550,77 +424,139 @@ static int parse_profile(struct lctx *c, const char *name, const json_t *o, stru
     if (!s)
         return fail(c, "base_url", "must be a string");
     const char *why = brk_parse_origin(s, len, &p->origin);
-    if (why)
-        return fail(c, "base_url", "%s", why);
+    return why ? fail(c, "base_url", "%s", why) : 0;
+}
 
-    if (parse_allow(c, o, p) < 0 || parse_caps(c, o, p) < 0)
-        return -1;
+static int parse_callers(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
     if (parse_strings(c, o, "allowed_callers", true, BRK_CALLERS_MAX,
                       BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_TRIMMED, &p->callers, &p->n_callers) < 0)
         return -1;
     for (size_t i = 0; i < p->n_callers; i++)
         if (strcmp(p->callers[i], "*") == 0)
             p->any_caller = true; /* the operator's explicit opt-in: every authenticated caller */
+    return 0;
+}
+
+static int parse_scopes(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
     if (parse_strings(c, o, "scopes", false, BRK_SCOPES_MAX, BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_NO_SPACE,
                       &p->scopes, &p->n_scopes) < 0)
         return -1;
     for (size_t i = 0; i < p->n_scopes; i++)
         if (strcmp(p->scopes[i], "code:run") == 0 || strcmp(p->scopes[i], "*") == 0)
             return fail(c, "scopes", "\"%s\" is forbidden in a grant", p->scopes[i]);
-    if (parse_token(c, o, p) < 0)
-        return -1;
+    return 0;
+}
 
+/* 0 (or absent) means the default. */
+static int parse_max_calls(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
     p->max_calls = BRK_MAX_CALLS_DEFAULT;
     const json_t *mc = json_object_get(o, "max_calls");
-    if (mc) {
-        uint32_t v;
-        if (!json_is_integer(mc) || json_integer_value(mc) < 0 || json_integer_value(mc) > BRK_MAX_CALLS_MAX)
-            return fail(c, "max_calls", "must be an integer 1..%u (0 means the default %u)", BRK_MAX_CALLS_MAX,
-                        BRK_MAX_CALLS_DEFAULT);
-        v = (uint32_t)json_integer_value(mc);
-        p->max_calls = v ? v : BRK_MAX_CALLS_DEFAULT;
-    }
-    if (parse_health(c, o, p) < 0)
-        return -1;
+    if (!mc)
+        return 0;
+    if (!json_is_integer(mc) || json_integer_value(mc) < 0 || json_integer_value(mc) > BRK_MAX_CALLS_MAX)
+        return fail(c, "max_calls", "must be an integer 1..%u (0 means the default %u)", BRK_MAX_CALLS_MAX,
+                    BRK_MAX_CALLS_DEFAULT);
+    uint32_t v = (uint32_t)json_integer_value(mc);
+    p->max_calls = v ? v : BRK_MAX_CALLS_DEFAULT;
+    return 0;
+}
 
+static int parse_global(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
     const json_t *g = json_object_get(o, "global");
-    if (g) {
-        s = jstr(g, &len);
-        if (!s)
-            return fail(c, "global", "must be a string");
-        if (!global_name_ok(s, len)) {
-            char q[80];
-            return fail(c, "global",
-                        "\"%s\" must be a plain JavaScript identifier ([A-Za-z_$][A-Za-z0-9_$]*, "
-                        "at most %d bytes), not a reserved word or a built-in the client needs",
-                        brk_quote(q, sizeof q, s, len), BRK_GLOBAL_MAX);
-        }
-        if (dup_str(c, &p->global, s, len) < 0)
-            return -1;
-    } else if (dup_str(c, &p->global, "host", 4) < 0) {
-        return -1;
+    if (!g)
+        return dup_str(c, &p->global, "host", 4);
+    size_t len;
+    const char *s = jstr(g, &len);
+    if (!s)
+        return fail(c, "global", "must be a string");
+    if (!brk_global_name_ok(s, len)) {
+        char q[80];
+        return fail(c, "global",
+                    "\"%s\" must be a plain JavaScript identifier ([A-Za-z_$][A-Za-z0-9_$]*, "
+                    "at most %d bytes), not a reserved word or a built-in the client needs",
+                    brk_quote(q, sizeof q, s, len), BRK_GLOBAL_MAX);
     }
+    return dup_str(c, &p->global, s, len);
+}
 
+static int parse_preamble(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
     const json_t *pre = json_object_get(o, "preamble");
-    if (pre) {
-        s = jstr(pre, &len);
-        if (!s)
-            return fail(c, "preamble", "must be a string without NUL");
-        if (len > BRK_PREAMBLE_MAX)
-            return fail(c, "preamble", "is longer than %u bytes", BRK_PREAMBLE_MAX);
-        if (!plm_utf8_ok(s, len))
-            return fail(c, "preamble", "must be valid UTF-8");
-        if (dup_str(c, &p->preamble, s, len) < 0)
-            return -1;
-    } else if (dup_str(c, &p->preamble, "", 0) < 0) {
-        return -1;
-    }
+    if (!pre)
+        return dup_str(c, &p->preamble, "", 0);
+    size_t len;
+    const char *s = jstr(pre, &len);
+    if (!s)
+        return fail(c, "preamble", "must be a string without NUL");
+    if (len > BRK_PREAMBLE_MAX)
+        return fail(c, "preamble", "is longer than %u bytes", BRK_PREAMBLE_MAX);
+    if (!plm_utf8_ok(s, len))
+        return fail(c, "preamble", "must be valid UTF-8");
+    return dup_str(c, &p->preamble, s, len);
+}
+
+/* The reference's further keys, all parsed together by profile_ref.c. */
+static int parse_ref_keys(struct lctx *c, const json_t *o, struct brk_profile *p)
+{
     char field[64], rwhy[256];
     int rr = brk_ref_keys_parse(o, c->dir, p, field, sizeof field, rwhy, sizeof rwhy);
     if (rr == -2)
         return oom(c);
-    if (rr < 0)
-        return fail(c, field, "%s", rwhy);
+    return rr < 0 ? fail(c, field, "%s", rwhy) : 0;
+}
+
+/* The profile's fields in the order they are checked (the first problem is the one reported);
+ * a key not in this table is an error. A NULL parser is a key another entry's parser reads. */
+static const struct profile_field {
+    const char *key;
+    int (*parse)(struct lctx *c, const json_t *o, struct brk_profile *p);
+} profile_fields[] = {
+    {"base_url", parse_base_url},
+    {"allow", parse_allow},
+    {"route_max_calls", parse_caps},
+    {"allowed_callers", parse_callers},
+    {"scopes", parse_scopes},
+    {"token", parse_token},
+    {"max_calls", parse_max_calls},
+    {"health_check", parse_health},
+    {"global", parse_global},
+    {"preamble", parse_preamble},
+    {"catalog", parse_ref_keys},
+    {"batch_of", NULL},
+    {"advice", NULL},
+    {"advice_retention", NULL},
+    {"allow_in_sessions", NULL},
+    {"preamble_file", NULL},
+};
+
+static bool profile_key_known(const char *k)
+{
+    for (size_t i = 0; i < sizeof profile_fields / sizeof profile_fields[0]; i++)
+        if (strcmp(k, profile_fields[i].key) == 0)
+            return true;
+    return false;
+}
+
+static int parse_profile(struct lctx *c, const char *name, const json_t *o, struct brk_profile *p)
+{
+    if (!json_is_object(o))
+        return fail(c, NULL, "must be an object");
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v)
+    {
+        if (!profile_key_known(k))
+            return unknown_key(c, NULL, k);
+    }
+    if (dup_str(c, &p->name, name, strlen(name)) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof profile_fields / sizeof profile_fields[0]; i++)
+        if (profile_fields[i].parse && profile_fields[i].parse(c, o, p) < 0)
+            return -1;
     return 0;
 }
 
@@ -641,64 +577,67 @@ struct brk_profiles *brk_profiles_parse(const char *json, size_t len, brk_getenv
     return brk_profiles_parse_in(json, len, NULL, getenv_fn, err);
 }
 
+/* The top level: {"profiles": {...}} with at most BRK_PROFILES_MAX entries; NULL after an error. */
+static const json_t *profiles_object(struct lctx *c, const json_t *root)
+{
+    static const char *const top[] = {"profiles", NULL};
+    if (!json_is_object(root))
+        return fail(c, NULL, "must be a JSON object {\"profiles\": {...}}"), NULL;
+    if (check_keys(c, root, NULL, top) < 0)
+        return NULL;
+    const json_t *profs = json_object_get(root, "profiles");
+    if (!json_is_object(profs))
+        return fail(c, "profiles", "is required (an object of named profiles)"), NULL;
+    if (json_object_size(profs) > BRK_PROFILES_MAX)
+        return fail(c, "profiles", "has more than %d profiles", BRK_PROFILES_MAX), NULL;
+    return profs;
+}
+
+/* Each named profile into ps->v, counted even when half-built so brk_profiles_free frees it. */
+static int parse_each(struct lctx *c, const json_t *profs, struct brk_profiles *ps)
+{
+    size_t n = json_object_size(profs);
+    ps->v = calloc(n ? n : 1, sizeof *ps->v);
+    if (!ps->v)
+        return oom(c);
+    const char *name;
+    json_t *o;
+    json_object_foreach((json_t *)profs, name, o)
+    {
+        size_t nlen = strlen(name);
+        c->profile = NULL; /* not yet: the name itself is under test */
+        if (!brk_profile_name_ok(name, nlen)) {
+            char q[80];
+            return fail(c, "profiles", "profile name \"%s\" must be 1..%d bytes of [A-Za-z0-9._-]",
+                        brk_quote(q, sizeof q, name, nlen), LIM_GRANT_PROFILE_MAX);
+        }
+        c->profile = name;
+        int r = parse_profile(c, name, o, &ps->v[ps->n]);
+        ps->n++;
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
+DEFINE_CLEANUP(struct brk_profiles, brk_profiles_free)
+
 struct brk_profiles *brk_profiles_parse_in(const char *json, size_t len, const char *dir, brk_getenv_fn getenv_fn,
                                            struct plm_err *err)
 {
     struct lctx c = {.getenv_fn = getenv_fn, .err = err, .dir = dir};
     json_error_t je;
-    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "invalid JSON at line %d column %d: %s", je.line,
-                    je.column, je.text);
+    json_t *root cleanup_json = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return plm_fail(err, 0, PLM_E_INVALID, "invalid JSON at line %d column %d: %s", je.line, je.column, je.text),
+               NULL;
+    struct brk_profiles *ps cleanup_(brk_profiles_free) = calloc(1, sizeof *ps);
+    if (!ps)
+        return oom(&c), NULL;
+    const json_t *profs = profiles_object(&c, root);
+    if (!profs || parse_each(&c, profs, ps) < 0)
         return NULL;
-    }
-    struct brk_profiles *ps = calloc(1, sizeof *ps);
-    int r = ps ? 0 : oom(&c);
-    static const char *const top[] = {"profiles", NULL};
-    const json_t *profs = NULL;
-    if (r == 0 && !json_is_object(root))
-        r = fail(&c, NULL, "must be a JSON object {\"profiles\": {...}}");
-    if (r == 0)
-        r = check_keys(&c, root, NULL, top);
-    if (r == 0) {
-        profs = json_object_get(root, "profiles");
-        if (!json_is_object(profs))
-            r = fail(&c, "profiles", "is required (an object of named profiles)");
-        else if (json_object_size(profs) > BRK_PROFILES_MAX)
-            r = fail(&c, "profiles", "has more than %d profiles", BRK_PROFILES_MAX);
-    }
-    if (r == 0) {
-        size_t n = json_object_size(profs);
-        ps->v = calloc(n ? n : 1, sizeof *ps->v);
-        if (!ps->v)
-            r = oom(&c);
-    }
-    if (r == 0) {
-        const char *name;
-        json_t *o;
-        json_object_foreach((json_t *)profs, name, o)
-        {
-            size_t nlen = strlen(name);
-            c.profile = NULL; /* not yet: the name itself is under test */
-            if (!profile_name_ok(name, nlen)) {
-                char q[80];
-                r = fail(&c, "profiles", "profile name \"%s\" must be 1..%d bytes of [A-Za-z0-9._-]",
-                         brk_quote(q, sizeof q, name, nlen), LIM_GRANT_PROFILE_MAX);
-                break;
-            }
-            c.profile = name;
-            r = parse_profile(&c, name, o, &ps->v[ps->n]);
-            ps->n++; /* counted even when half-built, so brk_profiles_free frees it */
-            if (r < 0)
-                break;
-        }
-    }
-    json_decref(root);
-    if (r < 0) {
-        brk_profiles_free(ps);
-        return NULL;
-    }
-    return ps;
+    return take_ptr(&ps);
 }
 
 struct brk_profiles *brk_profiles_load(const char *path, brk_getenv_fn getenv_fn, struct plm_err *err)
@@ -707,24 +646,22 @@ struct brk_profiles *brk_profiles_load(const char *path, brk_getenv_fn getenv_fn
     brk_quote(q, sizeof q, path ? path : "", path ? strlen(path) : 0);
     cleanup_close int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -1;
     if (fd < 0) {
-        plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": %s", q,
-                    strerror(path ? errno : EINVAL));
+        plm_fail(err, errno, PLM_E_INVALID, "grants file \"%s\": %s", q, strerror(path ? errno : EINVAL));
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": not a regular file", q);
+        plm_fail(err, errno, PLM_E_INVALID, "grants file \"%s\": not a regular file", q);
         return NULL;
     }
     if ((uint64_t)st.st_size > BRK_GRANTS_FILE_MAX) {
-        plm_err_set(err, EFBIG, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": larger than %u bytes", q,
-                    BRK_GRANTS_FILE_MAX);
+        plm_fail(err, EFBIG, PLM_E_INVALID, "grants file \"%s\": larger than %u bytes", q, BRK_GRANTS_FILE_MAX);
         return NULL;
     }
     /* read up to the cap + 1, so a file growing under us is still caught */
     cleanup_free char *buf = malloc(BRK_GRANTS_FILE_MAX + 1);
     if (!buf) {
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     size_t got = 0;
@@ -733,8 +670,7 @@ struct brk_profiles *brk_profiles_load(const char *path, brk_getenv_fn getenv_fn
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": read: %s", q,
-                        strerror(errno));
+            plm_fail(err, errno, PLM_E_INVALID, "grants file \"%s\": read: %s", q, strerror(errno));
             return NULL;
         }
         if (n == 0)
@@ -742,14 +678,13 @@ struct brk_profiles *brk_profiles_load(const char *path, brk_getenv_fn getenv_fn
         got += (size_t)n;
     }
     if (got > BRK_GRANTS_FILE_MAX) {
-        plm_err_set(err, EFBIG, PLM_E_INVALID, PLM_REFUSAL_NONE, "grants file \"%s\": larger than %u bytes", q,
-                    BRK_GRANTS_FILE_MAX);
+        plm_fail(err, EFBIG, PLM_E_INVALID, "grants file \"%s\": larger than %u bytes", q, BRK_GRANTS_FILE_MAX);
         return NULL;
     }
     /* preamble_file resolves in the grants file's directory */
     cleanup_free char *dir = strdup(path);
     if (!dir) {
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     char *slash = strrchr(dir, '/');
@@ -796,9 +731,9 @@ int brk_profile_select(const struct brk_profiles *ps, const char *name, const ch
     if (*out)
         return 0;
     char q[LIM_GRANT_PROFILE_MAX * 4 + 8];
-    return plm_err_set(err, 0, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION,
-                       "grant_profile \"%s\" is not available to this caller",
-                       brk_quote(q, sizeof q, name ? name : "", name ? strlen(name) : 0));
+    return plm_refuse(err, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION,
+                      "grant_profile \"%s\" is not available to this caller",
+                      brk_quote(q, sizeof q, name ? name : "", name ? strlen(name) : 0));
 }
 
 void brk_profile_free(struct brk_profile *p)

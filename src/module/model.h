@@ -9,10 +9,7 @@
 #pragma once
 #include <stdint.h>
 
-struct model_out; /* model_main.c: buffers points to stdout */
-
-/* Emits one point of `width` doubles; -1 when stdout is gone (the model should then stop). */
-int model_emit(struct model_out *o, const double *point);
+#include "model_io.h" /* model_emit, model_rk4: the leaf a model calls down to */
 
 struct model {
     const char *name;
@@ -24,6 +21,3 @@ struct model {
 };
 
 extern const struct model MODEL; /* each model file defines it */
-
-/* Classic fourth-order Runge-Kutta for a system of dim <= 8 equations: advances y by h. */
-void model_rk4(void (*f)(const double *y, double *dy, const void *ctx), const void *ctx, double *y, int dim, double h);
