@@ -407,7 +407,7 @@ struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
     if (!lead || !lead->loops) {
         if (lead)
             loop_free(lead);
-        plm_fail(err, 12, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
         return NULL;
     }
     lead->lead = lead;
@@ -418,7 +418,7 @@ struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
         struct gate *f = loop_new(&fc, cap);
         if (!f) {
             gate_free(lead);
-            plm_fail(err, 12, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
+            plm_fail(err, ENOMEM, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
             return NULL;
         }
         f->lead = lead;
