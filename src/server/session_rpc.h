@@ -6,7 +6,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "../daemon/session_config.h"
+#include "session_limits.h"
 #include "../wire/convert.h"
 #include "rpc.h"
 
