@@ -77,7 +77,7 @@ static const struct var vars[] = {
     {"SANDBOX_REQUIRE_PINNED_IMAGES", "false", "strict boolean: \"\", 0, false, 1, true"},
 };
 
-#define CFG_ERR(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, __VA_ARGS__)
+#define CFG_ERR(err, ...) plm_fail(err, 0, PLM_E_INVALID, __VA_ARGS__)
 
 void config_help(FILE *out)
 {

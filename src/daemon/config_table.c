@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CFG_ERR(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, __VA_ARGS__)
+#define CFG_ERR(err, ...) plm_fail(err, 0, PLM_E_INVALID, __VA_ARGS__)
 #define P(x) (1u << (x))
 
 /* The reference reads these; this build has no such feature. Set (non-empty) means stop. */

@@ -99,8 +99,7 @@ int hardened_check(const char *(*get)(const char *), struct plm_config *c, struc
      * (main.c), before any billed sandbox is created. */
 
     if (u.n)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "PLIMSOLL_HARDENED=1: %u requirement%s unmet: %s", u.n, u.n == 1 ? "" : "s", u.text);
+        return plm_fail(err, 0, PLM_E_INVALID, "PLIMSOLL_HARDENED=1: %u requirement%s unmet: %s", u.n, u.n == 1 ? "" : "s", u.text);
     if (c->min_isolation == PLM_TIER_UNKNOWN || !tier_meets(c->min_isolation, PLM_TIER_KERNEL))
         c->min_isolation = PLM_TIER_KERNEL;
     return 0;

@@ -2,6 +2,7 @@
  * a missing backend never silently degrades to something weaker. */
 #include "providers.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "../providers/disabled/disabled.h"
@@ -93,6 +94,6 @@ struct plm_provider *providers_build(const struct plm_config *cfg, struct plm_er
     }
     }
     if (!p)
-        plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return p;
 }

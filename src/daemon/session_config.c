@@ -10,7 +10,7 @@
 
 #define S_MS 1000ull
 #define H12_MS (12ull * 3600 * S_MS)
-#define CFG_ERR(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, __VA_ARGS__)
+#define CFG_ERR(err, ...) plm_fail(err, 0, PLM_E_INVALID, __VA_ARGS__)
 
 /* Nanoseconds per unit, longest names first so "ms" is not read as "m". */
 static const struct {

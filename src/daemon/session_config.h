@@ -6,16 +6,7 @@
 #include <stdint.h>
 
 #include "../core/err.h"
-
-struct plm_session_config {
-    uint32_t max_sessions;    /* SANDBOX_MAX_SESSIONS; 0 = sessions off */
-    uint32_t per_caller;      /* SANDBOX_MAX_SESSIONS_PER_CALLER; 0 = no cap beyond the total */
-    uint32_t per_owner;       /* SANDBOX_MAX_SESSIONS_PER_OWNER; 0 = no cap */
-    uint32_t pool;            /* SANDBOX_SESSION_POOL */
-    uint64_t lifetime_ms;     /* SANDBOX_SESSION_LIFETIME, 1 s .. 12 h */
-    uint64_t idle_ms;         /* SANDBOX_SESSION_IDLE, 0 or 1 s .. 12 h */
-    uint64_t disk_bytes;      /* SANDBOX_SESSION_DISK_MB << 20; 0 = unmeasured */
-};
+#include "../server/session_limits.h" /* struct plm_session_config, filled here */
 
 /* Go duration syntax ("90s", "1h30m", "500ms", "0"): a unit on every number except a lone 0.
  * Returns 0 and the value in milliseconds (fractions of a millisecond truncated), or -1. */

@@ -4,6 +4,7 @@
  * constant-time over fixed-length digests, and no token byte is ever logged or copied out. */
 #include "auth.h"
 
+#include <errno.h>
 #include <ctype.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -29,7 +30,7 @@ struct auth {
     size_t n_clients;
 };
 
-#define CFG_ERR(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, __VA_ARGS__)
+#define CFG_ERR(err, ...) plm_fail(err, 0, PLM_E_INVALID, __VA_ARGS__)
 
 static int hexval(int c)
 {
@@ -149,7 +150,7 @@ static int load_clients(struct auth *a, const char *path, struct plm_err *err)
     a->n_clients = json_array_size(clients);
     a->clients = calloc(a->n_clients, sizeof *a->clients);
     if (!a->clients) {
-        plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < a->n_clients; i++) {
@@ -176,7 +177,7 @@ struct auth *auth_new(const char *clients_file, const char *token, struct plm_er
 {
     struct auth *a = calloc(1, sizeof *a);
     if (!a) {
-        plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     if (clients_file && *clients_file) {
@@ -231,7 +232,7 @@ size_t auth_capped(const struct auth *a)
     return n;
 }
 
-#define UNAUTH(err, msg) plm_err_set(err, 0, PLM_E_UNAUTHENTICATED, PLM_REFUSAL_PERMISSION, msg)
+#define UNAUTH(err, msg) plm_refuse(err, PLM_E_UNAUTHENTICATED, PLM_REFUSAL_PERMISSION, msg)
 
 /* "Bearer <token>": exactly two whitespace-separated fields, scheme case-insensitive. */
 static bool bearer_token(const char *h, const char **tok, size_t *tok_len)
@@ -298,5 +299,5 @@ int auth_require_run_scope(const struct principal *p, struct plm_err *err)
 {
     if (p->may_run)
         return 0;
-    return plm_err_set(err, 0, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, "token lacks required scope \"code:run\"");
+    return plm_refuse(err, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, "token lacks required scope \"code:run\"");
 }

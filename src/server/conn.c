@@ -9,6 +9,7 @@
 #include "gate_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,8 @@ void gate_req_free(struct gate *g, struct gate_req *rq)
         g->cfg.handler.done(g->cfg.handler.cls, rq);
     if (rq->resp.body_owned)
         free(rq->resp.body);
+    if (rq->peer_fd >= 0)
+        close(rq->peer_fd);
     free(rq->head);
     free(rq->body);
     free(rq);
@@ -302,6 +305,7 @@ static struct gate_req *new_req(struct conn *c, const struct httphead *h)
     rq->content_length = h->content_length;
     rq->is_head = h->is_head;
     rq->local = &c->local;
+    rq->peer_fd = -1;
     cut_request_line(rq);
     rq->keep_alive = wants_keep_alive(rq);
     rq->resp.status = 500;
@@ -313,6 +317,8 @@ static void body_complete(struct gate *g, struct conn *c, struct gate_req *rq, b
 {
     c->rq = NULL;
     enum gate_next next = work ? GATE_WORK : g->cfg.handler.on_body(g->cfg.handler.cls, rq);
+    if (next == GATE_WORK) /* the worker's view of the client (gate_req_peer_gone); none if no fd is left */
+        rq->peer_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
     if (next == GATE_WORK && gate_submit(g, c, rq) == 0)
         return;
     if (next == GATE_WORK) { /* not one worker thread could start */

@@ -12,6 +12,7 @@
 #include "describe.h"
 #include "rpc_int.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,11 +180,14 @@ static void keep(struct describe_cache *dc, enum rpc_fmt fmt, const struct plm_d
     pthread_mutex_unlock(&dc->mu);
 }
 
-void rpc_describe(const struct rpc_env *env, enum rpc_fmt fmt, const char *body, size_t len,
-                  const char *request_id, struct rpc_answer *ans)
+void rpc_describe(const struct rpc_env *env, const struct rpc_call *call, struct rpc_answer *ans)
 {
+    /* Describe waits on nothing, so the caller's deadline and presence do not change its answer */
+    enum rpc_fmt fmt = call->fmt;
+    const char *request_id = call->request_id;
     struct plm_err err = {0};
-    ProtobufCMessage *req = rpc_decode(&plimsoll__v1__describe_request__descriptor, fmt, body, len, NULL, &err);
+    ProtobufCMessage *req =
+        rpc_decode(&plimsoll__v1__describe_request__descriptor, fmt, call->body, call->len, NULL, &err);
     if (!req) {
         rpc_decode_failed(ans, &err, request_id);
         return;
@@ -197,7 +201,7 @@ void rpc_describe(const struct rpc_env *env, enum rpc_fmt fmt, const char *body,
         return;
     Plimsoll__V1__DescribeResponse *m = wire_describe_to_pb(&d, PLM_PROTOCOL);
     if (!m) {
-        plm_err_set(&err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building Describe");
+        plm_fail(&err, ENOMEM, PLM_E_INTERNAL, "out of memory building Describe");
         rpc_error(ans, &err, request_id);
         return;
     }

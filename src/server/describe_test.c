@@ -42,7 +42,8 @@ static const struct plm_provider_ops fake_ops = {.name = "fake", .describe = f_d
 static char *describe_n(const struct rpc_env *env, enum rpc_fmt fmt, const char *req, size_t len, size_t *out_len)
 {
     struct rpc_answer a = {0};
-    rpc_describe(env, fmt, req, len, "", &a);
+    struct rpc_call c = rpc_call_plain(NULL, "", fmt, req, len);
+    rpc_describe(env, &c, &a);
     if (a.status != 200) {
         free(a.body);
         return NULL;

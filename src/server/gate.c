@@ -6,7 +6,9 @@
  * Timers: every connection has at most one deadline (conn_deadline). Rather than a heap, the
  * thread keeps `next_timer`, a time before which no deadline falls, lowered whenever a
  * connection's deadline moves earlier (gate_timer_at); only when it passes is the table scanned
- * (deadlines are seconds apart, so that is rare). */
+ * (deadlines are seconds apart, so that is rare).
+ * The peer table is gate_peer.c's, the hand-over to a worker gate_work.c's: conn.c calls those,
+ * never this file, so the two files do not call each other. */
 #include "gate_int.h"
 
 #include <errno.h>
@@ -25,77 +27,10 @@
 #include "../core/clock.h"
 #include "../core/limits.h"
 
-#define PEER_BUCKETS (sizeof ((struct gate *)0)->buckets / sizeof(struct peer *))
 #define ID_LISTEN UINT64_MAX
 #define ID_WAKE (UINT64_MAX - 1)
 #define ID_DONE (UINT64_MAX - 2)
 enum { GATE_CMD_NONE, GATE_CMD_QUIESCE, GATE_CMD_STOP };
-
-struct peer {
-    struct peer *next;
-    struct peer_key key;
-    unsigned n;
-};
-
-static void key_of(const struct sockaddr *sa, struct peer_key *k)
-{
-    memset(k, 0, sizeof *k);
-    if (sa->sa_family == AF_INET6) {
-        memcpy(k->a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-    } else if (sa->sa_family == AF_INET) {
-        k->a[10] = k->a[11] = 0xff;
-        memcpy(k->a + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-    }
-}
-
-static unsigned bucket_of(const struct peer_key *k)
-{
-    uint32_t h = 2166136261u;
-    for (int i = 0; i < 16; i++)
-        h = (h ^ k->a[i]) * 16777619u;
-    return h % PEER_BUCKETS;
-}
-
-/* Counts one more connection of k unless it already has per_peer. */
-static bool peer_acquire(struct gate *lead, const struct peer_key *k)
-{
-    struct gate *g = lead;
-    pthread_mutex_lock(&g->peer_mu);
-    struct peer **slot = &g->buckets[bucket_of(k)], *p = *slot;
-    while (p && memcmp(&p->key, k, sizeof *k) != 0)
-        p = p->next;
-    if (!p && (p = calloc(1, sizeof *p))) {
-        p->key = *k;
-        p->next = *slot;
-        *slot = p;
-    }
-    bool ok = p && p->n < g->cfg.per_peer;
-    if (ok)
-        p->n++;
-    pthread_mutex_unlock(&g->peer_mu);
-    return ok;
-}
-
-void gate_peer_release(struct gate *loop, const struct peer_key *k)
-{
-    struct gate *g = loop->lead;
-    pthread_mutex_lock(&g->peer_mu);
-    struct peer **pp = &g->buckets[bucket_of(k)];
-    while (*pp && memcmp(&(*pp)->key, k, sizeof *k) != 0)
-        pp = &(*pp)->next;
-    if (*pp && (*pp)->n > 0 && --(*pp)->n == 0) {
-        struct peer *dead = *pp;
-        *pp = dead->next;
-        free(dead);
-    }
-    pthread_mutex_unlock(&g->peer_mu);
-}
-
-void gate_timer_at(struct gate *g, uint64_t when)
-{
-    if (when < g->next_timer)
-        g->next_timer = when;
-}
 
 /* A short fixed answer on a plain connection refused at accept, then close. What the peer
  * already sent is read and dropped first (bounded), so the close is a FIN after the answer
@@ -194,8 +129,8 @@ static void on_accept(struct gate *g)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct peer_key k;
-        key_of((struct sockaddr *)&ss, &k);
-        if (!peer_acquire(g, &k)) {
+        gate_peer_key((struct sockaddr *)&ss, &k);
+        if (!gate_peer_acquire(g, &k)) {
             refuse_at_accept(g, fd, 429, "Too Many Requests", "too many connections from this address");
             continue;
         }
@@ -304,31 +239,6 @@ static void on_done(struct gate *g)
     }
 }
 
-static void work_main(struct work_item *w)
-{
-    struct gate_req *rq = (struct gate_req *)((char *)w - offsetof(struct gate_req, work));
-    struct gate *g = rq->gate;
-    g->cfg.handler.work(g->cfg.handler.cls, rq);
-    pthread_mutex_lock(&g->done_mu);
-    rq->next = g->done_head;
-    g->done_head = rq;
-    pthread_mutex_unlock(&g->done_mu);
-    uint64_t one = 1;
-    (void)!write(g->done_fd, &one, sizeof one);
-}
-
-int gate_submit(struct gate *g, struct conn *c, struct gate_req *rq)
-{
-    rq->gate = g;
-    rq->conn_index = (unsigned)(c - g->conns);
-    rq->conn_gen = c->gen;
-    rq->work.fn = work_main;
-    if (workers_submit(g->cfg.workers, &rq->work) < 0)
-        return -1;
-    c->st = C_WORK;
-    return 0;
-}
-
 static void *gate_main(void *arg)
 {
     struct gate *g = arg;
@@ -407,7 +317,7 @@ struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
     if (!lead || !lead->loops) {
         if (lead)
             loop_free(lead);
-        plm_fail(err, 12, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
         return NULL;
     }
     lead->lead = lead;
@@ -418,7 +328,7 @@ struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
         struct gate *f = loop_new(&fc, cap);
         if (!f) {
             gate_free(lead);
-            plm_fail(err, 12, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
+            plm_fail(err, ENOMEM, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
             return NULL;
         }
         f->lead = lead;
@@ -540,11 +450,7 @@ void gate_free(struct gate *lead)
     gate_stop(lead);
     for (unsigned i = 1; i < lead->n_loops; i++)
         loop_free(lead->loops[i]);
-    for (unsigned b = 0; b < PEER_BUCKETS; b++)
-        for (struct peer *p = lead->buckets[b], *next; p; p = next) {
-            next = p->next;
-            free(p);
-        }
+    gate_peers_free(lead);
     free(lead->loops);
     loop_free(lead);
 }

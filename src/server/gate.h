@@ -53,6 +53,8 @@ struct gate_req {
     size_t body_len;
     const struct sockaddr_storage *local; /* the address this connection reached (Host check) */
     void *state;                   /* the handler's; released by its `done` */
+    int peer_fd;                   /* GATE_WORK: the connection's socket, duplicated, so a worker can
+                                      ask whether the client went away (gate_req_peer_gone); -1: none */
     struct gate_resp resp;
     /* the gate's own bookkeeping */
     struct gate *gate;
@@ -106,6 +108,10 @@ unsigned gate_req_header(const struct gate_req *rq, const char *name, const char
 /* The value of a field sent exactly once, as a NUL-terminated copy in buf (NULL otherwise, or
  * when it does not fit); *n gets the count when n is not NULL. */
 const char *gate_req_header_str(const struct gate_req *rq, const char *name, char *buf, size_t cap, unsigned *n);
+/* Whether the client went away: its connection half- or fully closed, or reset. Asked by the
+ * socket's state (poll), so bytes it pipelined behind this request stay unread. False when the
+ * request has no duplicate socket (answered on the loop, or no descriptor was left to make one). */
+bool gate_req_peer_gone(const struct gate_req *rq);
 void gate_resp_header(struct gate_resp *rs, const char *name, const char *value);
 /* status, content type, body (owned: freed by the gate) */
 void gate_resp_set(struct gate_resp *rs, unsigned status, const char *ctype, char *body, size_t len, bool owned);

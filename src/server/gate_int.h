@@ -101,8 +101,16 @@ void conn_expire(struct gate *g, struct conn *c, uint64_t now);
 void conn_drain(struct gate *g, struct conn *c);   /* quiesce: close it if idle */
 void conn_close(struct gate *g, struct conn *c);   /* releases everything the connection holds */
 void gate_req_free(struct gate *g, struct gate_req *rq); /* the handler's done, then the memory */
-/* gate.c */
-void gate_peer_release(struct gate *g, const struct peer_key *k);
-void gate_timer_at(struct gate *g, uint64_t when);
-/* GATE_WORK: 0, or -1 when no worker could take it (nothing changed) */
+/* No connection's deadline falls before `when` any more than before this call (gate.c's timers). */
+static inline void gate_timer_at(struct gate *g, uint64_t when)
+{
+    if (when < g->next_timer)
+        g->next_timer = when;
+}
+/* gate_peer.c: the per-peer count (the lead's table, under its peer_mu) */
+void gate_peer_key(const struct sockaddr *sa, struct peer_key *k);
+bool gate_peer_acquire(struct gate *lead, const struct peer_key *k); /* false: k has per_peer already */
+void gate_peer_release(struct gate *loop, const struct peer_key *k);
+void gate_peers_free(struct gate *lead);
+/* gate_work.c. GATE_WORK: 0, or -1 when no worker could take it (nothing changed) */
 int gate_submit(struct gate *g, struct conn *c, struct gate_req *rq);

@@ -1,12 +1,24 @@
 /* gatereq.c: what a handler uses on a gate_req (gate.h): header lookups over the checked head
  * and the answer it builds. The head was checked by httphead_check, so every line ends CRLF,
  * every field has a name and a colon, and there is no control byte but HTAB in a value. */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "gate.h"
+
+bool gate_req_peer_gone(const struct gate_req *rq)
+{
+    if (rq->peer_fd < 0)
+        return false;
+    /* POLLRDHUP: the client's FIN, even behind pipelined bytes not read yet; POLLHUP/POLLERR: a
+     * reset or both directions closed. A request's bytes are all read before its handler runs,
+     * so an ended stream means the client is gone, not that it is still sending. */
+    struct pollfd p = {.fd = rq->peer_fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
 
 unsigned gate_req_header(const struct gate_req *rq, const char *name, const char **val, size_t *vlen)
 {

@@ -6,6 +6,7 @@
 #include "grant.h"
 #include "metrics_series.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +27,7 @@ int grant_select(const struct brk_profiles *ps, const struct plm_request *r, con
         return 0;
     /* No profiles loaded, no authenticated caller, unknown, not listed: one refusal for all. */
     if (!ps || !caller || !*caller)
-        return plm_err_set(err, 0, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION,
-                           "grant_profile \"%s\" is not available to this caller", name);
+        return plm_refuse(err, PLM_E_PERMISSION, PLM_REFUSAL_PERMISSION, "grant_profile \"%s\" is not available to this caller", name);
     return brk_profile_select(ps, name, caller, &g->profile, err);
 }
 
@@ -66,7 +66,7 @@ int grant_begin(struct grant *g, const char *caller, uint32_t budget_ms, struct 
     g->node_preload = brk_node_preload(g->profile);
     if (!g->client_js || !g->node_preload) {
         grant_end(g, NULL);
-        return plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building the host api client");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory building the host api client");
     }
     g->api = (struct plm_host_api){.profile = brk_run_profile_name(g->run), .client_js = g->client_js,
                                    .node_preload = g->node_preload, .call = host_call, .hold = host_hold,

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../core/clock.h"
 #include "../core/hostport.h"
 #include "../core/limits.h"
 #include "../wire/connect_error.h"
@@ -47,13 +48,29 @@ struct srv {
     bool host_check; /* open mode, or PLIMSOLL_ALLOWED_HOSTS set */
 };
 
-enum route { R_NONE, R_RUN, R_DESCRIBE, R_OPEN_SESSION, R_SESSION_RUN, R_CLOSE_SESSION, R_HEALTHZ, R_READYZ, R_UI };
+struct req;
+/* Where a route's work is done. */
+enum route_where {
+    ON_WORKER,    /* on a worker thread: provider work, sessions, a page that may wait */
+    ON_LOOP,      /* on the loop thread (for a procedure: when its body is small): it never waits */
+    ADMIT_ON_LOOP /* Run: decode, checks and admission on the loop; only an admitted run goes on */
+};
+
+/* One row per path: a procedure (every one has the signature rpc_proc_fn, POST with a body) or a
+ * page (GET or HEAD, no body). */
+struct route {
+    const char *path;
+    rpc_proc_fn *proc;
+    void (*page)(struct srv *s, struct gate_req *rq, struct req *r);
+    enum route_where where;
+};
 
 struct req {
     char request_id[33]; /* "" when absent or invalid: nothing is echoed */
-    enum route route;
+    const struct route *route;
     enum rpc_fmt fmt;
     struct principal who;
+    uint64_t deadline_ms; /* from Connect-Timeout-Ms and the head's arrival; RPC_NO_DEADLINE: none */
     bool holds_decode_slot;
     struct rpc_run *run; /* admitted on the loop, dispatched on a worker */
 };
@@ -121,26 +138,30 @@ static enum gate_next send_rpc_answer(struct gate_req *rq, struct req *r, struct
     return send_answer(rq, r, a->status ? a->status : 500, ctype, body, a->len, nd);
 }
 
-static enum route route_of(const char *path)
+static void page_healthz(struct srv *s, struct gate_req *rq, struct req *r);
+static void page_readyz(struct srv *s, struct gate_req *rq, struct req *r);
+static void page_ui(struct srv *s, struct gate_req *rq, struct req *r);
+
+static const struct route ROUTES[] = {
+    {"/healthz", NULL, page_healthz, ON_LOOP},
+    {"/readyz", NULL, page_readyz, ON_WORKER}, /* the provider's preflight may wait */
+    {RPC_PREFIX "Run", rpc_run, NULL, ADMIT_ON_LOOP},
+    {RPC_PREFIX "Describe", rpc_describe, NULL, ON_LOOP},
+    {RPC_PREFIX "OpenSession", rpc_open_session, NULL, ON_WORKER},
+    {RPC_PREFIX "SessionRun", rpc_session_run, NULL, ON_WORKER},
+    {RPC_PREFIX "CloseSession", rpc_close_session, NULL, ON_WORKER},
+};
+/* PLIMSOLL_UI=1: the read-only page answers GET /, /ui and /ui/... in full (ui_http.c) */
+static const struct route UI_ROUTE = {"/ui", NULL, page_ui, ON_WORKER};
+
+static const struct route *route_of(const struct srv *s, const char *path)
 {
-    if (strcmp(path, "/healthz") == 0)
-        return R_HEALTHZ;
-    if (strcmp(path, "/readyz") == 0)
-        return R_READYZ;
-    if (strncmp(path, RPC_PREFIX, strlen(RPC_PREFIX)) != 0)
-        return R_NONE;
-    const char *proc = path + strlen(RPC_PREFIX);
-    if (strcmp(proc, "Run") == 0)
-        return R_RUN;
-    if (strcmp(proc, "Describe") == 0)
-        return R_DESCRIBE;
-    if (!strcmp(proc, "OpenSession"))
-        return R_OPEN_SESSION;
-    if (!strcmp(proc, "SessionRun"))
-        return R_SESSION_RUN;
-    if (!strcmp(proc, "CloseSession"))
-        return R_CLOSE_SESSION;
-    return R_NONE;
+    if (s->cfg.ui && ui_route(path))
+        return &UI_ROUTE;
+    for (size_t i = 0; i < sizeof ROUTES / sizeof *ROUTES; i++)
+        if (strcmp(path, ROUTES[i].path) == 0)
+            return &ROUTES[i];
+    return NULL;
 }
 
 /* application/json or application/proto, parameters after ';' ignored, case-insensitive. */
@@ -189,6 +210,23 @@ static bool is_cross_site(const struct gate_req *rq)
     return gate_req_header(rq, "Sec-Fetch-Site", &v, &vl) && vl == 10 && strncasecmp(v, "cross-site", 10) == 0;
 }
 
+/* The caller's deadline (the Connect protocol's timeout header), counted from the head's
+ * arrival; absent, the procedure's own ceilings apply. -1: present but not a timeout. */
+static int read_deadline(const struct gate_req *rq, struct req *r)
+{
+    const char *v = NULL;
+    size_t vl = 0;
+    unsigned n = gate_req_header(rq, "Connect-Timeout-Ms", &v, &vl);
+    r->deadline_ms = RPC_NO_DEADLINE;
+    if (n == 0)
+        return 0;
+    uint64_t ms;
+    if (n > 1 || rpc_parse_timeout_ms(v, vl, &ms) < 0)
+        return -1;
+    r->deadline_ms = clock_mono_ms() + ms;
+    return 0;
+}
+
 /* A procedure's head: method, origin, authentication, length, type, decode slot. */
 static enum gate_next procedure_head(struct srv *s, struct gate_req *rq, struct req *r)
 {
@@ -218,6 +256,10 @@ static enum gate_next procedure_head(struct srv *s, struct gate_req *rq, struct 
         return send_pre_handler(rq, r, 415, "invalid_argument",
                                 "content type must be application/json or application/proto", PLM_REFUSAL_NONE,
                                 "request");
+    if (read_deadline(rq, r) < 0)
+        return send_pre_handler(rq, r, 400, "invalid_argument",
+                                "Connect-Timeout-Ms must be sent once, as 1 to 10 digits (milliseconds)",
+                                PLM_REFUSAL_NONE, "request");
     /* Bodies held at once are bounded, and so are one caller's: beyond that shed instead of
      * buffering without limit or letting one caller's slow bodies hold every slot. */
     enum slots_verdict v = slots_acquire(&s->decode, r->who.id);
@@ -241,32 +283,43 @@ static enum gate_next rpc_on_head(void *cls, struct gate_req *rq)
         return GATE_ANSWER;
     }
     rq->state = r;
+    r->deadline_ms = RPC_NO_DEADLINE;
     read_request_id(rq, r);
     unsigned host = host_refusal(s, rq);
     if (host)
         return refuse_host(rq, r, host);
-    r->route = s->cfg.ui && ui_route(rq->path) ? R_UI : route_of(rq->path);
-    if (r->route == R_UI || r->route == R_HEALTHZ || r->route == R_READYZ) {
-        if (strcmp(rq->method, "GET") && strcmp(rq->method, "HEAD")) {
-            gate_resp_text(&rq->resp, 405, "method not allowed: GET and HEAD only\n");
-            gate_resp_header(&rq->resp, "Allow", "GET, HEAD");
-            return send_text_headers(rq, r);
-        }
-        /* Only procedures read a body, and only with a decode slot: the paths answered on a
-         * worker refuse one at once (its bytes are dropped, never buffered). */
-        if (rq->content_length && r->route != R_HEALTHZ)
-            return send_text(rq, r, 400, "this path takes no request body\n");
-    }
-    if (r->route == R_UI)
-        return GATE_WORK; /* PLIMSOLL_UI=1: the read-only page answers in full (ui_http.c) */
-    if (r->route == R_HEALTHZ || r->route == R_READYZ) {
-        if (r->route == R_HEALTHZ)
-            return send_text(rq, r, 200, "ok\n");
-        return GATE_WORK; /* the provider's preflight may wait */
-    }
-    if (r->route == R_NONE)
+    const struct route *rt = r->route = route_of(s, rq->path);
+    if (!rt)
         return send_pre_handler(rq, r, 404, "unimplemented", "no such procedure", PLM_REFUSAL_NONE, "unsupported");
-    return procedure_head(s, rq, r);
+    if (rt->proc)
+        return procedure_head(s, rq, r);
+    if (strcmp(rq->method, "GET") && strcmp(rq->method, "HEAD")) {
+        gate_resp_text(&rq->resp, 405, "method not allowed: GET and HEAD only\n");
+        gate_resp_header(&rq->resp, "Allow", "GET, HEAD");
+        return send_text_headers(rq, r);
+    }
+    if (rt->where == ON_LOOP) { /* /healthz: answered at once, whatever body it announced */
+        rt->page(s, rq, r);
+        return GATE_ANSWER;
+    }
+    /* Only procedures read a body, and only with a decode slot: the pages answered on a worker
+     * refuse one at once (its bytes are dropped, never buffered). */
+    if (rq->content_length)
+        return send_text(rq, r, 400, "this path takes no request body\n");
+    return GATE_WORK;
+}
+
+static bool peer_gone(void *rq) { return gate_req_peer_gone(rq); }
+
+/* The call as a procedure sees it. On the loop the caller is never found gone (only a worker's
+ * request holds a socket to ask); a run admitted there asks once its worker has it. */
+static struct rpc_call call_of(struct gate_req *rq, struct req *r)
+{
+    struct rpc_call c = rpc_call_plain(&r->who, r->request_id, r->fmt, rq->body ? rq->body : "", rq->body_len);
+    c.deadline_ms = r->deadline_ms;
+    c.caller_gone = peer_gone;
+    c.gone_cls = rq;
+    return c;
 }
 
 static void release_decode(struct srv *s, struct req *r)
@@ -283,22 +336,34 @@ static enum gate_next rpc_on_body(void *cls, struct gate_req *rq)
     struct srv *s = cls;
     struct req *r = rq->state;
     release_decode(s, r);
-    if (rq->body_len > INLINE_BODY_MAX || (r->route != R_RUN && r->route != R_DESCRIBE))
+    if (rq->body_len > INLINE_BODY_MAX || r->route->where == ON_WORKER)
         return GATE_WORK;
     struct rpc_answer a = {0};
-    const char *body = rq->body ? rq->body : "";
+    struct rpc_call call = call_of(rq, r);
     atomic_fetch_add(&s->active, 1);
-    if (r->route == R_DESCRIBE)
-        rpc_describe(&s->cfg.env, r->fmt, body, rq->body_len, r->request_id, &a);
+    if (r->route->where == ADMIT_ON_LOOP)
+        r->run = rpc_run_begin(&s->cfg.env, &call, &a);
     else
-        r->run = rpc_run_begin(&s->cfg.env, &r->who, r->request_id, r->fmt, body, rq->body_len, &a);
+        r->route->proc(&s->cfg.env, &call, &a);
     atomic_fetch_sub(&s->active, 1);
     if (r->run)
         return GATE_WORK; /* admitted: the provider runs it on a worker */
     return send_rpc_answer(rq, r, &a);
 }
 
-static void readyz(struct srv *s, struct gate_req *rq, struct req *r)
+static void page_healthz(struct srv *s, struct gate_req *rq, struct req *r)
+{
+    (void)s;
+    send_text(rq, r, 200, "ok\n");
+}
+
+static void page_ui(struct srv *s, struct gate_req *rq, struct req *r)
+{
+    (void)r;
+    ui_answer(&s->cfg, rq);
+}
+
+static void page_readyz(struct srv *s, struct gate_req *rq, struct req *r)
 {
     struct plm_err err = {0};
     struct plm_provider *p = s->cfg.env.provider;
@@ -314,32 +379,18 @@ static void rpc_work(void *cls, struct gate_req *rq)
 {
     struct srv *s = cls;
     struct req *r = rq->state;
-    if (r->route == R_UI) {
-        ui_answer(&s->cfg, rq);
-        return;
-    }
-    if (r->route == R_READYZ) {
-        readyz(s, rq, r);
+    if (r->route->page) {
+        r->route->page(s, rq, r);
         return;
     }
     struct rpc_answer a = {0};
-    const char *body = rq->body ? rq->body : "";
-    size_t len = rq->body_len;
     atomic_fetch_add(&s->active, 1);
-    switch (r->route) {
-    case R_RUN:
-        if (r->run) {
-            rpc_run_finish(r->run, &a);
-            r->run = NULL;
-        } else {
-            rpc_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, len, &a);
-        }
-        break;
-    case R_DESCRIBE: rpc_describe(&s->cfg.env, r->fmt, body, len, r->request_id, &a); break;
-    case R_OPEN_SESSION: rpc_open_session(&s->cfg.env, &r->who, r->request_id, r->fmt, body, len, &a); break;
-    case R_SESSION_RUN: rpc_session_run(&s->cfg.env, &r->who, r->request_id, r->fmt, body, len, &a); break;
-    case R_CLOSE_SESSION: rpc_close_session(&s->cfg.env, &r->who, r->request_id, r->fmt, body, len, &a); break;
-    default: rpc_session_unsupported(&a, r->request_id); break;
+    if (r->run) {
+        rpc_run_finish(r->run, &a);
+        r->run = NULL;
+    } else {
+        struct rpc_call call = call_of(rq, r);
+        r->route->proc(&s->cfg.env, &call, &a);
     }
     atomic_fetch_sub(&s->active, 1);
     send_rpc_answer(rq, r, &a);
@@ -374,17 +425,16 @@ int srv_listen(const char *var, const char *addr, struct plm_err *err)
     struct sockaddr_storage ss;
     socklen_t sl;
     if (plm_parse_hostport(addr, &ss, &sl) < 0)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "%s=\"%s\": expected host:port, [ipv6]:port or :port with a numeric host", var, addr);
+        return plm_fail(err, 0, PLM_E_INVALID, "%s=\"%s\": expected host:port, [ipv6]:port or :port with a numeric host", var, addr);
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "%s: socket: %s", var, strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "%s: socket: %s", var, strerror(errno));
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 1024) < 0) {
         int e = errno;
         close(fd);
-        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "%s=%s: %s", var, addr, strerror(e));
+        return plm_fail(err, e, PLM_E_INTERNAL, "%s=%s: %s", var, addr, strerror(e));
     }
     return fd;
 }
@@ -446,7 +496,7 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
 {
     struct srv *s = calloc(1, sizeof *s);
     if (!s) {
-        plm_fail(err, 12, PLM_E_INTERNAL, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     s->cfg = *cfg;
@@ -459,7 +509,7 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
                                                                            : (cfg->max_decode + 1) / 2) < 0) {
         describe_cache_free(s->cfg.env.describe_cache);
         free(s);
-        plm_fail(err, 12, PLM_E_INTERNAL, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     /* one worker per request that can be in a handler at once; more wait in order */
@@ -467,7 +517,7 @@ struct srv *srv_start(const struct srv_config *cfg, struct plm_err *err)
         slots_fini(&s->decode);
         describe_cache_free(s->cfg.env.describe_cache);
         free(s);
-        plm_fail(err, 12, PLM_E_INTERNAL, "cannot set up the worker threads");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "cannot set up the worker threads");
         return NULL;
     }
     s->workers_ok = true;

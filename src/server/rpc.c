@@ -4,6 +4,7 @@
 #include "rpc.h"
 #include "rpc_int.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -91,18 +92,17 @@ ProtobufCMessage *rpc_decode(const ProtobufCMessageDescriptor *d, enum rpc_fmt f
     } else {
         m = protobuf_c_message_unpack(d, ap, len, (const uint8_t *)body);
         if (!m)
-            plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "malformed binary %s", d->name);
+            plm_fail(err, 0, PLM_E_INVALID, "malformed binary %s", d->name);
         else if (protobuf_c_message_get_packed_size(m) != len) {
             protobuf_c_message_free_unpacked(m, ap);
             m = NULL;
-            plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                        "binary %s is not in canonical form (or holds a string with a NUL byte)", d->name);
+            plm_fail(err, 0, PLM_E_INVALID, "binary %s is not in canonical form (or holds a string with a NUL byte)", d->name);
         }
     }
     /* What the arena refused is the request's size, not the machine's memory. Decode errors carry
      * no detail in the body (connect-go's own decoding, §11.1 step 5); the header marks them. */
     if (!m && arena && plm_arena_over_limit(arena))
-        plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "decoded %s exceeds %u bytes", d->name,
+        plm_fail(err, 0, PLM_E_INVALID, "decoded %s exceeds %u bytes", d->name,
                     LIM_DECODE_ARENA_MAX);
     return m;
 }
@@ -119,7 +119,7 @@ void rpc_encode(struct rpc_answer *ans, const ProtobufCMessage *m, enum rpc_fmt 
     }
     if (!ans->body) {
         struct plm_err e;
-        plm_err_set(&e, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory encoding %s", m->descriptor->name);
+        plm_fail(&e, ENOMEM, PLM_E_INTERNAL, "out of memory encoding %s", m->descriptor->name);
         rpc_error(ans, &e, request_id);
         return;
     }
@@ -137,6 +137,6 @@ void rpc_decode_failed(struct rpc_answer *ans, const struct plm_err *err, const 
 void rpc_session_unsupported(struct rpc_answer *ans, const char *request_id)
 {
     struct plm_err e;
-    plm_err_set(&e, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "sessions are not supported by this daemon");
+    plm_refuse(&e, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "sessions are not supported by this daemon");
     rpc_error(ans, &e, request_id);
 }

@@ -55,18 +55,46 @@ struct rpc_answer {
  * message replaced (wire.md §7.3). */
 void rpc_error(struct rpc_answer *ans, const struct plm_err *err, const char *request_id);
 
-void rpc_run(const struct rpc_env *env, const struct principal *who, const char *request_id, enum rpc_fmt fmt,
-             const char *body, size_t len, struct rpc_answer *ans);
+/* One procedure call: who asks, what it sent, and its context. The context ends when the caller's
+ * deadline (the Connect-Timeout-Ms header, from the moment its head arrived) passes or when the
+ * caller went away (its connection closed); a procedure asks rpc_call_ended at the points the
+ * spec names (sessions.md §2.1 steps 10 and 12, §2.2 step 7, §2.3 steps 3 and 5) and bounds its
+ * waits by rpc_call_left_ms. The pointers must outlive the call. */
+#define RPC_NO_DEADLINE UINT64_MAX
+struct rpc_call {
+    const struct principal *who;
+    const char *request_id;
+    enum rpc_fmt fmt;
+    const char *body;
+    size_t len;
+    uint64_t deadline_ms;            /* CLOCK_MONOTONIC ms; RPC_NO_DEADLINE: none */
+    bool (*caller_gone)(void *cls);  /* NULL: never known gone (tests, the loop thread) */
+    void *gone_cls;
+};
+/* A call with no deadline and no way to learn the caller went away. */
+struct rpc_call rpc_call_plain(const struct principal *who, const char *request_id, enum rpc_fmt fmt,
+                               const char *body, size_t len);
+/* 0 while the caller still waits; else -1 with err a refusal marked capacity (nothing was done
+ * by the check): canceled (the caller went away) or deadline_exceeded (its deadline passed). */
+int rpc_call_ended(const struct rpc_call *c, struct plm_err *err);
+/* Milliseconds left before the deadline at `now` (UINT64_MAX without one, 0 once passed). */
+uint64_t rpc_call_left_ms(const struct rpc_call *c, uint64_t now);
+/* The Connect-Timeout-Ms value (the Connect protocol: 1 to 10 ASCII digits, nothing else, no sign
+ * or space inside); -1 otherwise. */
+int rpc_parse_timeout_ms(const char *v, size_t n, uint64_t *ms);
+
+/* Every procedure has this one signature (the HTTP route table, http.c). */
+typedef void rpc_proc_fn(const struct rpc_env *env, const struct rpc_call *call, struct rpc_answer *ans);
+
+rpc_proc_fn rpc_run;
 /* Run in two halves, so the HTTP loop can answer refusals itself and hand only admitted runs to
  * a worker thread: rpc_run_begin decodes, checks and admits (no provider call, nothing that
  * waits) and returns NULL with ans filled when it answered; otherwise rpc_run_finish dispatches
- * (provider, grant) and answers, and rpc_run_abandon gives an unfinished run's slot back. `who`
- * and `request_id` must outlive the run. rpc_run is both at once. */
+ * (provider, grant) and answers, and rpc_run_abandon gives an unfinished run's slot back. The
+ * call is copied; what it points at must outlive the run. rpc_run is both at once. */
 struct rpc_run;
-struct rpc_run *rpc_run_begin(const struct rpc_env *env, const struct principal *who, const char *request_id,
-                              enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans);
+struct rpc_run *rpc_run_begin(const struct rpc_env *env, const struct rpc_call *call, struct rpc_answer *ans);
 void rpc_run_finish(struct rpc_run *r, struct rpc_answer *ans);
 void rpc_run_abandon(struct rpc_run *r);
-void rpc_describe(const struct rpc_env *env, enum rpc_fmt fmt, const char *body, size_t len,
-                  const char *request_id, struct rpc_answer *ans);
+rpc_proc_fn rpc_describe;
 void rpc_session_unsupported(struct rpc_answer *ans, const char *request_id);

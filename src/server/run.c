@@ -7,6 +7,7 @@
  * the floor. Every stage either succeeds or fills err through plm_refuse (provably nothing ran)
  * or plm_fail (code may have run, or the infrastructure broke); the counters and the audit line
  * read that mark from the error itself (plm_err_is_refusal), never from where it was raised. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 
 struct run {
     const struct rpc_env *env;
+    struct rpc_call call; /* the caller's deadline and presence (rpc.h) */
     const struct principal *who;
     const char *request_id;
     enum rpc_fmt fmt;
@@ -79,7 +81,7 @@ static int run_decode(struct run *r, const char *body, size_t len, struct plm_er
 {
     r->arena = plm_arena_new(LIM_DECODE_ARENA_MAX);
     if (!r->arena)
-        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory starting a decode");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory starting a decode");
     r->msg = (void *)rpc_decode(&plimsoll__v1__run_request__descriptor, r->fmt, body, len, r->arena, err);
     return r->msg ? 0 : -1;
 }
@@ -172,6 +174,8 @@ static int run_admit(struct run *r, struct plm_err *err)
     const struct plm_payload_env *pe0 = payload_env(&r->d, r->req->kind);
     if (run_reserve(r, plm_clamp_timeout(r->req->timeout_ms, pe0->default_timeout_ms, pe0->max_timeout_ms), err) < 0)
         return -1;
+    if (rpc_call_ended(&r->call, err) < 0) /* the caller gave up before a slot was spent on it */
+        return -1;
     if (adm_acquire(r->env->adm, r->who->id, clock_mono_ms(), err) < 0)
         return -1;
     r->admitted = true;
@@ -187,6 +191,14 @@ static int run_admit(struct run *r, struct plm_err *err)
 /* The grant's broker starts here, on the dispatching thread (rpc_run_finish). */
 static int run_grant(struct run *r, struct plm_err *err)
 {
+    /* A worker may take it after the caller gave up: nothing runs for nobody. Otherwise the run
+     * never outlives the caller's wait: its timeout is cut to the time left, so it ends as a
+     * timed-out result by the deadline (docs/protocol.md, "Deadlines and a caller gone"). */
+    if (rpc_call_ended(&r->call, err) < 0)
+        return -1;
+    uint64_t left = rpc_call_left_ms(&r->call, clock_mono_ms());
+    if (left < r->ctx.timeout_ms)
+        r->ctx.timeout_ms = left ? (uint32_t)left : 1;
     /* The credential is minted for this run's budget. A denial by the broker is a refusal; its
      * own faults are failures: grant_begin says which through the error it fills. */
     if (grant_begin(&r->g, r->who->id, r->ctx.timeout_ms, err) < 0)
@@ -275,12 +287,12 @@ static int run_answer(struct run *r, struct rpc_answer *ans, struct plm_err *err
     cleanup_free char *rule_id =
         rec_rule_id(r->req->software_mode, r->req->software_identities, r->req->n_software_identities);
     if (!rule_id || complete_result(&r->res, &r->d, r->req->kind) < 0)
-        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory completing a result");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory completing a result");
     struct plm_record rec;
     stamp(r, rule_id, &rec);
     Plimsoll__V1__RunResponse *out = wire_response_to_pb(&r->res, &rec);
     if (!out)
-        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory building RunResponse");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory building RunResponse");
     rpc_encode(ans, &out->base, r->fmt, r->request_id);
     protobuf_c_message_free_unpacked(&out->base, NULL);
     return 0;
@@ -437,35 +449,32 @@ static void run_back(struct run *r, struct rpc_answer *ans)
     ui_ring_note(r->env->ring, r->request_id, r->who->id, r->msg, ans); /* PLIMSOLL_UI's run cards */
 }
 
-static void run_init(struct run *r, const struct rpc_env *env, const struct principal *who, const char *request_id,
-                     enum rpc_fmt fmt)
+static void run_init(struct run *r, const struct rpc_env *env, const struct rpc_call *call)
 {
-    *r = (struct run){.env = env, .who = who, .request_id = request_id, .fmt = fmt,
-                      .received_unix_ms = clock_unix_ms(), .started_ms = clock_mono_ms(),
+    *r = (struct run){.env = env, .call = *call, .who = call->who, .request_id = call->request_id,
+                      .fmt = call->fmt, .received_unix_ms = clock_unix_ms(), .started_ms = clock_mono_ms(),
                       .started_us = clock_mono_us(), .floor = PLM_TIER_UNKNOWN};
 }
 
-void rpc_run(const struct rpc_env *env, const struct principal *who, const char *request_id, enum rpc_fmt fmt,
-             const char *body, size_t len, struct rpc_answer *ans)
+void rpc_run(const struct rpc_env *env, const struct rpc_call *call, struct rpc_answer *ans)
 {
     cleanup_run struct run r;
-    run_init(&r, env, who, request_id, fmt);
-    if (run_front(&r, body, len, ans) == 0)
+    run_init(&r, env, call);
+    if (run_front(&r, call->body, call->len, ans) == 0)
         run_back(&r, ans);
 }
 
-struct rpc_run *rpc_run_begin(const struct rpc_env *env, const struct principal *who, const char *request_id,
-                              enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans)
+struct rpc_run *rpc_run_begin(const struct rpc_env *env, const struct rpc_call *call, struct rpc_answer *ans)
 {
     struct run *r = malloc(sizeof *r);
     if (!r) {
         struct plm_err err;
-        plm_fail(&err, 12, PLM_E_INTERNAL, "out of memory starting a run");
-        rpc_error(ans, &err, request_id);
+        plm_fail(&err, ENOMEM, PLM_E_INTERNAL, "out of memory starting a run");
+        rpc_error(ans, &err, call->request_id);
         return NULL;
     }
-    run_init(r, env, who, request_id, fmt);
-    if (run_front(r, body, len, ans) == 0)
+    run_init(r, env, call);
+    if (run_front(r, call->body, call->len, ans) == 0)
         return (struct rpc_run *)r;
     run_done(r);
     free(r);

@@ -62,7 +62,8 @@ static struct answer call(const struct rpc_env *env, const char *caller, const c
     struct principal who = {.may_run = true};
     snprintf(who.id, sizeof who.id, "%s", caller);
     struct rpc_answer a = {0};
-    rpc_run(env, &who, "", RPC_JSON, json, strlen(json), &a);
+    struct rpc_call c = rpc_call_plain(&who, "", RPC_JSON, json, strlen(json));
+    rpc_run(env, &c, &a);
     struct answer out = {.status = a.status};
     json_t *root = json_loadb(a.body, a.len, 0, NULL);
     if (root && a.status != 200) {

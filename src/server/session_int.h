@@ -26,6 +26,7 @@ struct sess_svc {
     pthread_cond_t cv;
     bool stop, thread_started, shut;
     pthread_t thread;
+    unsigned closers; /* under mu: close threads still running (session_close.c); freed after */
 };
 
 /* Protocol number check shared by the three procedures (§2 step 1). */
@@ -35,6 +36,13 @@ void sess_error(struct rpc_answer *ans, const struct plm_err *err, const char *r
                 const struct wire_session_details *d);
 /* The lookup miss of §2.2 step 2 / §2.3 step 2. */
 void sess_not_found(struct rpc_answer *ans, const char *request_id);
+/* The turn for a call or a close (§2.2 step 7, §2.3 step 3): refused (capacity, nothing done)
+ * when the caller already gave up; the wait is bounded by the caller's deadline as well as by the
+ * RPC ceiling, and a caller found gone once the turn came gives it back, refused likewise. */
+int sess_turn_take(struct sess_svc *svc, struct sreg_session *s, const struct rpc_call *call, struct plm_err *err);
+/* A close thread starts and ends (session_close.c); sess_svc_free waits for every one. */
+void sess_closer_begin(struct sess_svc *svc);
+void sess_closer_done(struct sess_svc *svc);
 /* Arms the entry's next timer: the idle (or claim) period from now, never past its lifetime. */
 void sess_arm_idle(struct sess_svc *svc, struct sreg_session *s, uint64_t now_ms);
 /* Ends a live session for `why` with its turn held: closes the sandbox, then gives back its slot. */

@@ -5,6 +5,7 @@
  * still held, so a refusal or a failed provider open leaves no place, slot or sandbox behind.
  * Invariant: the checks run in §2.1's order, and nothing reaches the provider below the floor or
  * past a cap. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ struct open_call {
     const struct rpc_env *env;
     struct sess_svc *svc;
     const struct principal *who;
+    const struct rpc_call *call; /* the caller's deadline and presence (steps 10 and 12) */
     const char *request_id;
     struct plm_arena *arena;
     Plimsoll__V1__OpenSessionRequest *msg;
@@ -49,6 +51,20 @@ static void open_done(struct open_call *c)
     plm_arena_free(c->arena);
 }
 #define cleanup_open __attribute__((cleanup(open_done)))
+
+/* Steps 10 and 12: the caller went away or its deadline passed. The refusal is marked capacity
+ * (nothing stays open); the audit line says when it was found, so an abandoned open is visible. */
+static bool caller_gave_up(struct open_call *c, const char *when, struct plm_err *err)
+{
+    if (rpc_call_ended(c->call, err) == 0)
+        return false;
+    json_t *f = json_pack("{s:s, s:s, s:s}", "caller", c->who->id, "found_at", when, "code",
+                          err->kind == PLM_E_CANCELED ? "canceled" : "deadline_exceeded");
+    if (f && c->request_id && *c->request_id)
+        json_object_set_new(f, "request_id", json_string(c->request_id));
+    log_event("info", "session_open_abandoned", f);
+    return true;
+}
 
 /* A stated rule must be met by the identity the session would run (§2.1 step 4, step 13). */
 static int rule_met(const struct plm_request *r, const char *identity, struct plm_err *err)
@@ -164,6 +180,8 @@ static int open_admit(struct open_call *c, struct plm_err *err)
         if (holds)
             donor = c->res.victims[i];
     }
+    if (caller_gave_up(c, "admission", err)) /* 10: nothing is closed or opened for nobody */
+        return -1;
     if (adm_acquire_parts(svc->adm, c->who->id, clock_mono_ms(), donor == NULL, true, err) < 0)
         return -1;
     if (donor) { /* the donor's slot becomes this open's, once the donor is closed below */
@@ -217,6 +235,8 @@ static int open_dispatch(struct open_call *c, struct plm_err *err)
         c->opened = NULL;
         return -1;
     }
+    if (caller_gave_up(c, "opened", err)) /* 12: nobody takes it: open_done closes it at once */
+        return -1;
     if (tier_check_floor(c->info.tier, c->floor, err) < 0) /* what it measured, not what it said */
         return -1;
     return rule_met(&c->rule, c->info.software_identity, err); /* 13 */
@@ -244,7 +264,7 @@ static int open_answer(struct open_call *c, enum rpc_fmt fmt, struct rpc_answer 
     uint64_t now = clock_mono_ms();
     struct sreg_session *s = sreg_commit(svc->reg, &c->res, c->opened, now); /* 14 */
     if (!s)
-        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory or randomness registering a session");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory or randomness registering a session");
     c->reserved = false;
     c->opened = NULL;
     /* The id is not handed out yet, so nobody else can reach these fields before they are set. */
@@ -284,22 +304,23 @@ static int open_answer(struct open_call *c, enum rpc_fmt fmt, struct rpc_answer 
         sreg_turn_give(svc->reg, s);
     }
     sreg_put(svc->reg, s);
-    return rc < 0 ? plm_fail(err, 12, PLM_E_INTERNAL, "out of memory registering a session") : 0;
+    return rc < 0 ? plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory registering a session") : 0;
 }
 
-void rpc_open_session(const struct rpc_env *env, const struct principal *who, const char *request_id,
-                      enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans)
+void rpc_open_session(const struct rpc_env *env, const struct rpc_call *call, struct rpc_answer *ans)
 {
-    cleanup_open struct open_call c = {.env = env, .svc = env->sessions, .who = who, .request_id = request_id,
-                                       .floor = PLM_TIER_UNKNOWN};
+    const char *request_id = call->request_id;
+    cleanup_open struct open_call c = {.env = env, .svc = env->sessions, .who = call->who, .call = call,
+                                       .request_id = request_id, .floor = PLM_TIER_UNKNOWN};
     struct plm_err err = {0};
     c.arena = plm_arena_new(LIM_DECODE_ARENA_MAX);
     if (!c.arena) {
-        plm_fail(&err, 12, PLM_E_INTERNAL, "out of memory starting a decode");
+        plm_fail(&err, ENOMEM, PLM_E_INTERNAL, "out of memory starting a decode");
         sess_error(ans, &err, request_id, NULL);
         return;
     }
-    c.msg = (void *)rpc_decode(&plimsoll__v1__open_session_request__descriptor, fmt, body, len, c.arena, &err);
+    c.msg = (void *)rpc_decode(&plimsoll__v1__open_session_request__descriptor, call->fmt, call->body, call->len,
+                               c.arena, &err);
     if (!c.msg) {
         rpc_decode_failed(ans, &err, request_id);
         return;
@@ -313,65 +334,8 @@ void rpc_open_session(const struct rpc_env *env, const struct principal *who, co
         sess_error(ans, &err, request_id, NULL);
         return;
     }
-    if (open_dispatch(&c, &err) < 0 || open_answer(&c, fmt, ans, &err) < 0) {
+    if (open_dispatch(&c, &err) < 0 || open_answer(&c, call->fmt, ans, &err) < 0) {
         sess_error(ans, &err, request_id, NULL);
         return;
     }
-}
-
-/* ---- CloseSession (§2.3) ------------------------------------------------------------------ */
-
-void rpc_close_session(const struct rpc_env *env, const struct principal *who, const char *request_id,
-                       enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans)
-{
-    struct plm_err err = {0};
-    Plimsoll__V1__CloseSessionRequest *m =
-        (void *)rpc_decode(&plimsoll__v1__close_session_request__descriptor, fmt, body, len, NULL, &err);
-    if (!m) {
-        rpc_decode_failed(ans, &err, request_id);
-        return;
-    }
-    struct sess_svc *svc = env->sessions;
-    struct sreg_session *s = NULL;
-    if (sess_check_protocol(m->protocol, &err) < 0) { /* 1 */
-        sess_error(ans, &err, request_id, NULL);
-        goto out;
-    }
-    if (!svc || !(s = sreg_lookup(svc->reg, m->session_id, who->id, clock_mono_ms()))) { /* 2, 3 */
-        sess_not_found(ans, request_id);
-        goto out;
-    }
-    if (sreg_turn_take(svc->reg, s, SESS_TURN_WAIT_MS, &err) < 0) {
-        sess_error(ans, &err, request_id, NULL);
-        goto out;
-    }
-    if (sreg_is_removed(svc->reg, s)) { /* another close collected it while this one waited */
-        sreg_turn_give(svc->reg, s);
-        sess_not_found(ans, request_id);
-        goto out;
-    }
-    sreg_arm(svc->reg, s, 0); /* 4 */
-    bool live = s->handle != NULL;
-    if (live)
-        sess_end_now(svc, s, PLM_END_CLOSED, "closed by its caller"); /* 4, 5: waits for the sandbox */
-    sreg_remove(svc->reg, s);                                        /* 6 */
-    uint64_t calls;
-    char last[PLM_HEX_SHA256];
-    sreg_chain_get(svc->reg, s, &calls, last);
-    enum plm_session_end end = sreg_end_of(svc->reg, s, NULL, 0);
-    sreg_turn_give(svc->reg, s);
-    Plimsoll__V1__CloseSessionResponse out = PLIMSOLL__V1__CLOSE_SESSION_RESPONSE__INIT;
-    out.session = s->fp;
-    out.calls = calls;
-    out.last_record_sha256 = last;
-    out.ended = (Plimsoll__V1__SessionEnd)(end == PLM_END_NONE ? PLM_END_CLOSED : end);
-    json_t *x = json_object();
-    json_object_set_new(x, "calls", json_integer((json_int_t)calls));
-    json_object_set_new(x, "ended", json_string(plm_session_end_name((enum plm_session_end)out.ended)));
-    sess_log("session_closed", request_id, s, x);
-    rpc_encode(ans, &out.base, fmt, request_id);
-out:
-    if (s)
-        sreg_put(svc->reg, s);
-    protobuf_c_message_free_unpacked(&m->base, NULL);
 }

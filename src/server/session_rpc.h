@@ -6,7 +6,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "../daemon/session_config.h"
+#include "session_limits.h"
 #include "../wire/convert.h"
 #include "rpc.h"
 
@@ -37,9 +37,6 @@ void sess_svc_tick(struct sess_svc *s, uint64_t now_ms);
 /* Open sessions, for tests and metrics. */
 uint32_t sess_svc_open_count(struct sess_svc *s);
 
-void rpc_open_session(const struct rpc_env *env, const struct principal *who, const char *request_id,
-                      enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans);
-void rpc_session_run(const struct rpc_env *env, const struct principal *who, const char *request_id,
-                     enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans);
-void rpc_close_session(const struct rpc_env *env, const struct principal *who, const char *request_id,
-                       enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans);
+rpc_proc_fn rpc_open_session;  /* §2.1; its context: steps 10 and 12 (item 14) */
+rpc_proc_fn rpc_session_run;   /* §2.2; its context: step 7, and the dispatch's timeout */
+rpc_proc_fn rpc_close_session; /* §2.3; its context: steps 3 and 5 (item 37) */

@@ -1,7 +1,7 @@
 /* session_rpc_test.c: OpenSession, SessionRun and CloseSession against a fake session provider:
  * the check orders of sessions.md §2.1-§2.3, codes and marks, SessionEnded details, the record
  * chain (version 2, version 3 unanswered), caps, replacement, the claim rule and idle suspend.
- * Checklist items (§8) pinned here: 1-12, 16, 17, 23-32, 34, 38, 40-42. */
+ * Checklist items (§8) pinned here: 1-12, 14, 16, 17, 23-32, 34, 37, 38, 40-42. */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,11 +26,21 @@ struct fake {
     const char *last_langs[3];
     uint32_t last_timeout;
     enum plm_tier tier;
-    int mode; /* 0 ok, 1 unmarked failure, 2 marked refusal, 3 end MAIN_PROCESS_ENDED, 4 open fails */
+    int mode; /* 0 ok, 1 unmarked failure, 2 marked refusal, 3 end MAIN_PROCESS_ENDED, 4 open fails,
+                 5 the caller goes away while the sandbox opens */
+    unsigned close_delay_ms; /* a sandbox slow to go */
     const char *opened_identity;
 };
 static struct fake F = {.tier = PLM_TIER_CONTAINER, .opened_identity = "sw-1"};
 static struct fsess pool[64];
+/* The caller's context of the next call (rpc.h): its deadline and whether it went away. */
+static uint64_t DEADLINE = RPC_NO_DEADLINE;
+static bool GONE;
+static bool caller_gone(void *cls)
+{
+    (void)cls;
+    return GONE;
+}
 static int pool_n;
 
 static enum plm_tier f_tier(struct plm_provider *p) { return ((struct fake *)p->state)->tier; }
@@ -63,6 +73,8 @@ static int f_open(struct plm_provider *p, const struct plm_session_spec *spec, s
     memcpy(f->last_langs, spec->languages, sizeof f->last_langs);
     if (f->mode == 4)
         return plm_fail(err, 0, PLM_E_INTERNAL, "fake: open failed");
+    if (f->mode == 5)
+        GONE = true;
     if (pool_n >= 64)
         return plm_fail(err, 0, PLM_E_INTERNAL, "fake: full");
     pool[pool_n] = (struct fsess){0};
@@ -110,7 +122,10 @@ static int f_suspend(struct plm_provider *p, struct plm_session *s, bool *mem, s
 static int f_close(struct plm_provider *p, struct plm_session *s, struct plm_err *err)
 {
     (void)err;
-    ((struct fake *)p->state)->closes++;
+    struct fake *f = p->state;
+    if (f->close_delay_ms)
+        usleep(f->close_delay_ms * 1000u);
+    f->closes++;
     ((struct fsess *)s)->closed = true;
     return 0;
 }
@@ -137,12 +152,15 @@ static struct ans call(enum proc which, const char *caller, const char *json)
     struct principal who = {.may_run = true};
     snprintf(who.id, sizeof who.id, "%s", caller);
     struct rpc_answer a = {0};
+    struct rpc_call c = rpc_call_plain(&who, "", RPC_JSON, json, strlen(json));
+    c.deadline_ms = DEADLINE;
+    c.caller_gone = caller_gone;
     if (which == P_OPEN)
-        rpc_open_session(&ENV, &who, "", RPC_JSON, json, strlen(json), &a);
+        rpc_open_session(&ENV, &c, &a);
     else if (which == P_RUN)
-        rpc_session_run(&ENV, &who, "", RPC_JSON, json, strlen(json), &a);
+        rpc_session_run(&ENV, &c, &a);
     else
-        rpc_close_session(&ENV, &who, "", RPC_JSON, json, strlen(json), &a);
+        rpc_close_session(&ENV, &c, &a);
     struct ans out = {.status = a.status};
     json_t *root = json_loadb(a.body ? a.body : "", a.len, 0, NULL);
     if (a.status == 200) {
@@ -243,6 +261,64 @@ static struct ans close_s(const char *caller, const char *id)
     return call(P_CLOSE, caller, req);
 }
 
+/* Items 14 and 37: the caller's context at an open and at a close. */
+static void test_context(struct plm_provider *prov)
+{
+    struct adm *adm = adm_new(&(struct adm_config){.max_concurrent = 4, .per_key_concurrent = 4});
+    ENV.adm = adm;
+    struct plm_session_config cfg = {.max_sessions = 1, .per_caller = 1, .lifetime_ms = 600000, .idle_ms = 60000};
+    struct plm_err err = {0};
+    struct sess_svc *svc = sess_svc_new(&cfg, prov, adm, &err);
+    ENV.sessions = svc;
+    int opens = F.opens, closes = F.closes;
+    /* gone before admission (§2.1 step 10): refused, capacity; nothing opened */
+    GONE = true;
+    struct ans a = call(P_OPEN, "gina", "{\"protocol\":3}");
+    GONE = false;
+    CHECK(!strcmp(a.code, "canceled") && !strcmp(a.values[0], "CAY"));
+    CHECK(F.opens == opens && sess_svc_open_count(svc) == 0 && adm_inflight(adm) == 0);
+    /* gone while the sandbox opened (step 12, item 14): closed at once, refused, the place free */
+    F.mode = 5;
+    a = call(P_OPEN, "gina", "{\"protocol\":3}");
+    F.mode = 0;
+    GONE = false;
+    CHECK(!strcmp(a.code, "canceled") && !strcmp(a.values[0], "CAY"));
+    CHECK(F.opens == opens + 1 && F.closes == closes + 1);
+    CHECK(sess_svc_open_count(svc) == 0 && adm_inflight(adm) == 0);
+    open_ok("gina", ""); /* the only place is free again */
+    CHECK(ID[0] != 0 && sess_svc_open_count(svc) == 1);
+    /* a deadline already passed (§2.3 step 3): refused, capacity; the session untouched */
+    DEADLINE = clock_mono_ms();
+    a = close_s("gina", ID);
+    CHECK(!strcmp(a.code, "deadline_exceeded") && !strcmp(a.values[0], "CAY"));
+    CHECK(F.closes == closes + 1 && sess_svc_open_count(svc) == 1);
+    /* a sandbox slower to go than the deadline (step 5, item 37): deadline_exceeded, unmarked,
+     * the entry stays; a later close waits for the turn and collects the count */
+    F.close_delay_ms = 2500;
+    DEADLINE = clock_mono_ms() + 500;
+    a = close_s("gina", ID);
+    DEADLINE = RPC_NO_DEADLINE;
+    CHECK(!strcmp(a.code, "deadline_exceeded") && a.n_details == 0 && strstr(a.msg, "close it again"));
+    a = close_s("gina", ID);
+    F.close_delay_ms = 0;
+    CHECK(!strcmp(a.code, "ok") && a.body && !strcmp(sget(a.body, "ended"), "SESSION_END_CLOSED"));
+    json_decref(a.body);
+    CHECK(F.closes == closes + 2 && sess_svc_open_count(svc) == 0 && adm_inflight(adm) == 0);
+    a = close_s("gina", ID);
+    CHECK_STR(a.code, "not_found");
+    /* a close left alone while the daemon stops: the service waits for its thread */
+    open_ok("gina", "");
+    F.close_delay_ms = 300;
+    DEADLINE = clock_mono_ms() + 50;
+    a = close_s("gina", ID);
+    DEADLINE = RPC_NO_DEADLINE;
+    CHECK_STR(a.code, "deadline_exceeded");
+    sess_svc_free(svc);
+    F.close_delay_ms = 0;
+    CHECK(F.closes == closes + 3 && adm_inflight(adm) == 0);
+    adm_free(adm);
+}
+
 int main(void)
 {
     struct plm_provider prov = {.ops = &fake_ops, .state = &F};
@@ -271,7 +347,8 @@ int main(void)
     /* ---- Describe fields 15-20 (item 3) ---- */
     {
         struct rpc_answer d = {0};
-        rpc_describe(&ENV, RPC_JSON, "{}", 2, "", &d);
+        struct rpc_call dc = rpc_call_plain(NULL, "", RPC_JSON, "{}", 2);
+        rpc_describe(&ENV, &dc, &d);
         json_t *j = json_loadb(d.body, d.len, 0, NULL);
         CHECK(json_is_true(json_object_get(j, "supportsSessions")));
         CHECK(iget(j, "sessionLifetimeMs") == 600000 && iget(j, "sessionIdleTimeoutMs") == 60000);
@@ -458,7 +535,8 @@ int main(void)
         struct principal who = {.may_run = true};
         struct rpc_answer ra = {0};
         const char *cell = "{\"protocol\":3,\"cell\":{\"language\":\"python\",\"code\":\"1\"}}";
-        rpc_run(&ENV, &who, "", RPC_JSON, cell, strlen(cell), &ra);
+        struct rpc_call rc = rpc_call_plain(&who, "", RPC_JSON, cell, strlen(cell));
+        rpc_run(&ENV, &rc, &ra);
         CHECK(ra.status == 400 && ra.body && strstr(ra.body, "only in a session"));
         free(ra.body);
     }
@@ -643,5 +721,6 @@ int main(void)
     sess_svc_free(svc);
     CHECK(adm_inflight(adm) == 0);
     adm_free(adm);
+    test_context(&prov);
     return unit_done();
 }

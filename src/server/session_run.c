@@ -6,6 +6,7 @@
  * Invariant: every check that can refuse runs before the turn is taken; a marked refusal leaves
  * the chain, the idle deadline and the session as they were; any unmarked error after dispatch
  * is chained as a version 3 record (UnansweredCall), so the chain counts every executed call. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ struct srun {
     const struct principal *who;
     const char *request_id;
     enum rpc_fmt fmt;
+    const struct rpc_call *call; /* the caller's deadline and presence */
     int64_t received_unix_ms;
     uint64_t started_ms;
 
@@ -120,7 +122,7 @@ static int check_rule_binding(const struct sreg_session *s, const struct plm_req
     cleanup_free char *merged = rule_id_of(n == 1 ? "exact" : "approved", merged_ids, n);
     cleanup_free char *own = rule_id_of(q->software_mode, q->software_identities, q->n_software_identities);
     if (!merged || !own)
-        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory merging software rules");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory merging software rules");
     if (strcmp(merged, own) != 0)
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
                           "software_rule: a session call must state the session's rule (merged: %s)", merged);
@@ -197,7 +199,7 @@ static int srun_check(struct srun *r, struct rpc_answer *ans, struct plm_err *er
 
 static int srun_turn(struct srun *r, struct rpc_answer *ans, struct plm_err *err)
 {
-    if (sreg_turn_take(r->svc->reg, r->s, SESS_TURN_WAIT_MS, err) < 0) /* 7 */
+    if (sess_turn_take(r->svc, r->s, r->call, err) < 0) /* 7 */
         return -1;
     r->turn = true;
     if (sreg_is_removed(r->svc->reg, r->s)) { /* closed while this call waited: now a miss */
@@ -242,6 +244,9 @@ static void srun_context(struct srun *r)
                                   .trace_id = plm_trace_id_ok(r->req->trace_id) ? r->req->trace_id : NULL};
     if (r->ctx.timeout_ms > left) /* the lifetime ends the session whatever it is doing */
         r->ctx.timeout_ms = left;
+    uint64_t waits = rpc_call_left_ms(r->call, now); /* nor does a call outlive its caller's wait */
+    if (r->ctx.timeout_ms > waits)
+        r->ctx.timeout_ms = waits ? (uint32_t)waits : 1;
 }
 
 /* The session's route_max_calls counts for this call's profile, made on first use. */
@@ -269,7 +274,7 @@ static int srun_grant_begin(struct srun *r, struct plm_err *err)
         return 0;
     uint32_t *caps = session_caps(r);
     if (!caps)
-        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory keeping a session's grant budget");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory keeping a session's grant budget");
     if (grant_begin(&r->g, r->who->id, r->ctx.timeout_ms, err) < 0)
         return -1;
     brk_run_caps_seed(r->g.run, caps, r->g.profile->n_caps);
@@ -439,14 +444,14 @@ static void answer_unanswered(struct srun *r, const struct plm_err *err, struct 
 static int srun_answer(struct srun *r, struct rpc_answer *ans, struct plm_err *err)
 {
     if (complete(r) < 0)
-        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory completing a result");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory completing a result");
     uint64_t calls;
     char prev[PLM_HEX_SHA256];
     sreg_chain_get(r->svc->reg, r->s, &calls, prev);
     cleanup_free char *rule_id = rule_id_of(r->req->software_mode, r->req->software_identities,
                                             r->req->n_software_identities);
     if (!rule_id)
-        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory completing a result");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory completing a result");
     struct plm_record rec = {.version = 2, .isolation = r->res.isolation, .environment = r->res.environment,
                              .software_identity = r->res.software_identity};
     fill_record(r, &rec, rule_id, calls + 1, prev);
@@ -455,7 +460,7 @@ static int srun_answer(struct srun *r, struct rpc_answer *ans, struct plm_err *e
     rec_record_digest(&rec, rec.record_sha256);
     Plimsoll__V1__RunResponse *run = wire_response_to_pb(&r->res, &rec);
     if (!run)
-        return plm_fail(err, 12, PLM_E_INTERNAL, "out of memory building RunResponse");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory building RunResponse");
     sreg_chain_advance(r->svc->reg, r->s, rec.record_sha256);
     after_call(r);
     char detail[160];
@@ -470,20 +475,21 @@ static int srun_answer(struct srun *r, struct rpc_answer *ans, struct plm_err *e
     return 0;
 }
 
-void rpc_session_run(const struct rpc_env *env, const struct principal *who, const char *request_id,
-                     enum rpc_fmt fmt, const char *body, size_t len, struct rpc_answer *ans)
+void rpc_session_run(const struct rpc_env *env, const struct rpc_call *call, struct rpc_answer *ans)
 {
-    cleanup_srun struct srun r = {.env = env, .svc = env->sessions, .who = who, .request_id = request_id,
-                                  .fmt = fmt, .received_unix_ms = clock_unix_ms(), .started_ms = clock_mono_ms(),
-                                  .floor = PLM_TIER_UNKNOWN};
+    const char *request_id = call->request_id;
+    cleanup_srun struct srun r = {.env = env, .svc = env->sessions, .who = call->who, .request_id = request_id,
+                                  .fmt = call->fmt, .call = call, .received_unix_ms = clock_unix_ms(),
+                                  .started_ms = clock_mono_ms(), .floor = PLM_TIER_UNKNOWN};
     struct plm_err err = {0};
     r.arena = plm_arena_new(LIM_DECODE_ARENA_MAX);
     if (!r.arena) {
-        plm_fail(&err, 12, PLM_E_INTERNAL, "out of memory starting a decode");
+        plm_fail(&err, ENOMEM, PLM_E_INTERNAL, "out of memory starting a decode");
         sess_error(ans, &err, request_id, NULL);
         return;
     }
-    r.msg = (void *)rpc_decode(&plimsoll__v1__session_run_request__descriptor, fmt, body, len, r.arena, &err);
+    r.msg = (void *)rpc_decode(&plimsoll__v1__session_run_request__descriptor, call->fmt, call->body, call->len,
+                               r.arena, &err);
     if (!r.msg) {
         rpc_decode_failed(ans, &err, request_id);
         return;

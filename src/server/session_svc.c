@@ -83,6 +83,35 @@ void sess_arm_idle(struct sess_svc *svc, struct sreg_session *s, uint64_t now_ms
     sreg_arm(svc->reg, s, due);
 }
 
+int sess_turn_take(struct sess_svc *svc, struct sreg_session *s, const struct rpc_call *call, struct plm_err *err)
+{
+    if (rpc_call_ended(call, err) < 0)
+        return -1;
+    uint64_t left = rpc_call_left_ms(call, clock_mono_ms());
+    if (sreg_turn_take(svc->reg, s, left < SESS_TURN_WAIT_MS ? left : SESS_TURN_WAIT_MS, err) < 0)
+        return -1;
+    if (rpc_call_ended(call, err) < 0) { /* it went away while it waited */
+        sreg_turn_give(svc->reg, s);
+        return -1;
+    }
+    return 0;
+}
+
+void sess_closer_begin(struct sess_svc *svc)
+{
+    pthread_mutex_lock(&svc->mu);
+    svc->closers++;
+    pthread_mutex_unlock(&svc->mu);
+}
+
+void sess_closer_done(struct sess_svc *svc)
+{
+    pthread_mutex_lock(&svc->mu);
+    svc->closers--;
+    pthread_cond_broadcast(&svc->cv);
+    pthread_mutex_unlock(&svc->mu);
+}
+
 static void give_slot(struct sess_svc *svc, struct sreg_session *s)
 {
     bool holds;
@@ -233,14 +262,13 @@ struct sess_svc *sess_svc_new(const struct plm_session_config *cfg, struct plm_p
                               struct plm_err *err)
 {
     if (!p->ops->session_open || !p->ops->session_close) {
-        plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                    "SANDBOX_MAX_SESSIONS=%u, but provider %s keeps no sessions; unset it or choose quickjs, docker, microvm or e2b",
+        plm_fail(err, 0, PLM_E_INVALID, "SANDBOX_MAX_SESSIONS=%u, but provider %s keeps no sessions; unset it or choose quickjs, docker, microvm or e2b",
                     cfg->max_sessions, p->ops->name);
         return NULL;
     }
     struct sess_svc *svc = calloc(1, sizeof *svc);
     if (!svc) {
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     svc->cfg = *cfg;
@@ -255,7 +283,7 @@ struct sess_svc *sess_svc_new(const struct plm_session_config *cfg, struct plm_p
     pthread_cond_init(&svc->cv, &ca);
     pthread_condattr_destroy(&ca);
     if (!svc->reg || pthread_create(&svc->thread, NULL, timer_main, svc) != 0) {
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "cannot start the session timer");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "cannot start the session timer");
         sess_svc_free(svc);
         return NULL;
     }
@@ -310,6 +338,10 @@ void sess_svc_free(struct sess_svc *svc)
     if (!svc)
         return;
     sess_svc_shutdown(svc);
+    pthread_mutex_lock(&svc->mu); /* a close thread left alone still ends its session (shutdown waited for its turn) */
+    while (svc->closers)
+        pthread_cond_wait(&svc->cv, &svc->mu);
+    pthread_mutex_unlock(&svc->mu);
     sreg_free(svc->reg);
     pthread_cond_destroy(&svc->cv);
     pthread_mutex_destroy(&svc->mu);

@@ -145,7 +145,7 @@ static struct tls_creds *load_pair(const char *cert_path, const char *key_path, 
     if (!(c = calloc(1, sizeof *c)) || gnutls_certificate_allocate_credentials(&c->x) < 0) {
         free(c);
         c = NULL;
-        plm_fail(err, 12, PLM_E_INTERNAL, "TLS: out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "TLS: out of memory");
         goto out;
     }
     /* checks that the key belongs to the certificate */
@@ -176,7 +176,7 @@ struct tls_store *tls_store_new(const char *cert_path, const char *key_path, str
     struct tls_store *t = calloc(1, sizeof *t);
     if (!t || !(t->cert_path = strdup(cert_path)) || !(t->key_path = strdup(key_path))) {
         tls_store_free(t);
-        plm_fail(err, 12, PLM_E_INTERNAL, "TLS: out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "TLS: out of memory");
         return NULL;
     }
     pthread_mutex_init(&t->mu, NULL);
