@@ -1,8 +1,9 @@
 /* cli.h: the `plimsoll` command-line client, shared between its subcommand files.
- * Owns: the client's printing (card.c), its input readers (project_files.c, cell.c,
- * module_rows.c) and the subcommands; every request, check and placement decision is
- * libplimsoll's (src/lib/client.h). */
+ * Owns: the client's input readers (project_files.c, cell.c, module_rows.c) and the
+ * subcommands; every request, check and placement decision is libplimsoll's (src/lib/client.h),
+ * and every card it prints is the card library's (src/card/card.h). */
 #pragma once
+#include "../card/card.h"
 #include "../lib/client.h"
 
 /* "plimsoll CMD: <message>" and the --help hint on stderr; returns CLI_EXIT_USAGE (usage.c). */
@@ -25,27 +26,6 @@ int cli_target_open(struct cli_target *t, const char *cmd);
 int cli_target_run(struct cli_target *t, enum plc_kind kind, const char *floor, bool grant, plc_send_fn send,
                    void *ctx, struct cli_run_call *call);
 void cli_target_done(struct cli_target *t);
-
-/* ---- card.c: printing ---- */
-
-void cli_card_print(FILE *f, const struct cli_run_report *r);
-/* The --json object for a run; NULL out of memory. */
-json_t *cli_card_json(const struct cli_run_report *r);
-/* Sets k to the bytes as text when valid UTF-8 (enc_k "utf-8"), else standard padded base64
- * (enc_k "base64"). -1 out of memory. */
-int cli_json_set_bytes(json_t *o, const char *k, const char *enc_k, const ProtobufCBinaryData *b);
-
-/* card_project.c: the project part of a run card (outcome, each step, artifacts) and of its
- * JSON. Step output and artifact bytes appear in the JSON only, and only when `checked` /
- * not `withheld`: a record that does not check does not vouch for them. */
-void cli_card_print_project(FILE *f, const Plimsoll__V1__ProjectResult *p, bool checked);
-int cli_card_json_project(json_t *j, const Plimsoll__V1__ProjectResult *p, bool withheld);
-
-/* "[backend NAME] refused before: a: why; b: why" and a newline: where a session was placed. */
-void cli_print_placement(FILE *f, const struct plc_choice *c);
-
-/* Prints a DescribeResponse as text. */
-void cli_describe_print(FILE *f, const Plimsoll__V1__DescribeResponse *d);
 
 /* ---- mcp*.c: `plimsoll mcp` ---- */
 int cli_cmd_mcp(int argc, char **argv);
@@ -115,12 +95,15 @@ size_t cli_fmt_double_json(double x, char buf[32]);
 /* ---- subcommands ---- */
 
 /* One row of main.c's command table: `plimsoll NAME ARGS…` calls run(argc, argv) with argv[0] =
- * NAME; `plimsoll help NAME` and `NAME --help` print usage. */
+ * NAME; `plimsoll help NAME` and `NAME --help` print usage. `plimsoll --help` lists the rows with
+ * a summary ("  NAME  SUMMARY") or options ("  NAME OPTIONS"); the rest (-h, --help, --version)
+ * are dispatched the same way but not listed. */
 struct cli_command {
     const char *name;
-    const char *summary; /* one line of `plimsoll --help` (a second one indented by 13) */
+    const char *summary; /* one line of `plimsoll --help` (a second one indented by 13), or NULL */
+    const char *options; /* what follows the name in `plimsoll --help` when there is no summary */
     int (*run)(int argc, char **argv);
-    void (*usage)(FILE *f);
+    void (*usage)(FILE *f); /* NULL: `plimsoll help NAME` does not know it */
 };
 int cli_cmd_project(int argc, char **argv); /* project.c */
 int cli_cmd_module(int argc, char **argv);  /* module.c */

@@ -10,19 +10,28 @@
 
 #include "cli.h"
 
+static int show_usage(int argc, char **argv);
+static int show_version(int argc, char **argv);
+static int show_help(int argc, char **argv);
+
 /* The command table: a new command is one row (its run and usage functions live in its own file).
- * Order is the order of `plimsoll --help`. */
+ * Order is the order of `plimsoll --help`; rows without a summary or options (the top-level
+ * flags) are dispatched but not listed. */
 static const struct cli_command commands[] = {
     {"describe", "show the daemon's provider, tier, protocol, environments, resources, policy\n"
-                 "             and evidence card", cli_cmd_describe, cli_usage_describe},
-    {"run", "run one JavaScript snippet and check the answer's record and tier", cli_cmd_run, cli_usage_run},
-    {"project", "run a directory's files with shell steps; bring artifacts back", cli_cmd_project,
+                 "             and evidence card", NULL, cli_cmd_describe, cli_usage_describe},
+    {"run", "run one JavaScript snippet and check the answer's record and tier", NULL, cli_cmd_run, cli_usage_run},
+    {"project", "run a directory's files with shell steps; bring artifacts back", NULL, cli_cmd_project,
      cli_usage_project},
-    {"module", "run rows of parameters through a compiled model; exact doubles back as CSV or JSON",
+    {"module", "run rows of parameters through a compiled model; exact doubles back as CSV or JSON", NULL,
      cli_cmd_module, cli_usage_module},
-    {"repl", "open a session and run cells in it (JavaScript or Python), checking the chain", cli_cmd_repl,
+    {"repl", "open a session and run cells in it (JavaScript or Python), checking the chain", NULL, cli_cmd_repl,
      cli_usage_repl},
-    {"mcp", "serve the Model Context Protocol on stdio for agent hosts", cli_cmd_mcp, cli_usage_mcp},
+    {"mcp", "serve the Model Context Protocol on stdio for agent hosts", NULL, cli_cmd_mcp, cli_usage_mcp},
+    {"help", NULL, "[COMMAND]", show_help, NULL},
+    {"-h", NULL, NULL, show_usage, NULL},
+    {"--help", NULL, NULL, show_usage, NULL},
+    {"--version", NULL, NULL, show_version, NULL},
 };
 
 static const struct cli_command *find_command(const char *name)
@@ -36,10 +45,14 @@ static const struct cli_command *find_command(const char *name)
 void cli_usage_main(FILE *f)
 {
     fputs("usage: plimsoll <command> [options]\n\nCommands:\n", f);
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fputs("  help [COMMAND]\n"
-          "\n"
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        const struct cli_command *c = &commands[i];
+        if (c->summary)
+            fprintf(f, "  %-10s %s\n", c->name, c->summary);
+        else if (c->options)
+            fprintf(f, "  %s %s\n", c->name, c->options);
+    }
+    fputs("\n"
           "Common options: --url URL (default $PLIMSOLL_URL, else " CLI_DEFAULT_URL "),\n"
           "--token-file FILE (default: the token in $PLIMSOLL_TOKEN), --json. `plimsoll COMMAND --help`\n"
           "for more.\n"
@@ -61,6 +74,35 @@ void cli_usage_main(FILE *f)
           f);
 }
 
+/* -h, --help: the usage on stdout (whatever follows, as before the table). */
+static int show_usage(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    cli_usage_main(stdout);
+    return 0;
+}
+
+static int show_version(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    printf("plimsoll %s (protocol %d)\n", CLI_VERSION, CLI_PROTOCOL);
+    return 0;
+}
+
+/* help [COMMAND]: argv[0] is "help". */
+static int show_help(int argc, char **argv)
+{
+    if (argc == 1)
+        return show_usage(argc, argv);
+    const struct cli_command *c = argc == 2 ? find_command(argv[1]) : NULL;
+    if (c && c->usage) {
+        c->usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "plimsoll help: unknown command `%s`\n", argv[1]);
+    return CLI_EXIT_USAGE;
+}
+
 static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
@@ -68,27 +110,6 @@ static int dispatch(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
-        cli_usage_main(stdout);
-        return 0;
-    }
-    if (strcmp(cmd, "--version") == 0) {
-        printf("plimsoll %s (protocol %d)\n", CLI_VERSION, CLI_PROTOCOL);
-        return 0;
-    }
-    if (strcmp(cmd, "help") == 0) {
-        if (argc == 2) {
-            cli_usage_main(stdout);
-            return 0;
-        }
-        const struct cli_command *c = argc == 3 ? find_command(argv[2]) : NULL;
-        if (c) {
-            c->usage(stdout);
-            return 0;
-        }
-        fprintf(stderr, "plimsoll help: unknown command `%s`\n", argv[2]);
-        return CLI_EXIT_USAGE;
-    }
     const struct cli_command *c = find_command(cmd);
     if (c)
         return c->run(argc - 1, argv + 1);

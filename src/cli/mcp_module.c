@@ -110,7 +110,7 @@ static int send_module(const struct cli_conn *conn, const char *floor, void *ctx
     return cli_run_module(conn, m->run, floor, m->timeout_ms, call);
 }
 
-json_t *mcp_run_module(const struct mcp_server *s, json_t *args)
+json_t *mcp_run_module(struct mcp_server *s, json_t *args)
 {
     const char *key;
     json_t *v;

@@ -106,7 +106,7 @@ static int send_project(const struct cli_conn *conn, const char *floor, void *ct
     return cli_run_project(conn, p->pr, floor, p->timeout_ms, call);
 }
 
-json_t *mcp_run_project(const struct mcp_server *s, json_t *args)
+json_t *mcp_run_project(struct mcp_server *s, json_t *args)
 {
     const char *key;
     json_t *v;

@@ -17,7 +17,6 @@
 #include "../core/limits.h"
 #include "cli.h"
 
-
 void cli_usage_run(FILE *f)
 {
     fputs("usage: plimsoll run [-e CODE | FILE | -] [--grant PROFILE] [--min-isolation TIER]\n"
@@ -50,8 +49,6 @@ void cli_usage_run(FILE *f)
           "may have run. See docs/cli.md.\n",
           f);
 }
-
-
 
 static int load_code(const char *code_arg, const char *path, char **out, size_t *len)
 {
@@ -138,11 +135,17 @@ static int send_snippet(const struct cli_conn *conn, const char *floor, void *ct
     return cli_run_javascript(conn, s->code, s->grant, floor, s->timeout_ms, call);
 }
 
-int cli_cmd_run(int argc, char **argv)
+/* What the command line asked for. */
+struct run_args {
+    const char *code_arg, *floor, *timeout_arg, *grant, *path;
+    bool json_out, floor_set, help;
+    int32_t timeout_ms;
+};
+
+/* Stage 1: the options and the one FILE. 0, or the exit status after a message; -h prints the
+ * usage and sets a->help. */
+static int run_parse(int argc, char **argv, struct run_args *a, struct cli_target *target)
 {
-    const char *code_arg = NULL, *floor = "", *timeout_arg = NULL, *grant = NULL;
-    struct cli_target target = {0};
-    bool json_out = false, floor_set = false;
     static const struct option opts[] = {
         {"eval", required_argument, NULL, 'e'},
         {"min-isolation", required_argument, NULL, 'i'},
@@ -161,76 +164,96 @@ int cli_cmd_run(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":e:h", opts, NULL)) != -1) {
         switch (c) {
         case 'e':
-            if (code_arg)
+            if (a->code_arg)
                 return cli_usage_error("run", "%s", "-e given twice");
-            code_arg = optarg;
+            a->code_arg = optarg;
             break;
         case 'i':
-            if (floor_set)
+            if (a->floor_set)
                 return cli_usage_error("run", "%s", "--min-isolation given twice");
-            floor = optarg;
-            floor_set = true;
+            a->floor = optarg;
+            a->floor_set = true;
             break;
         case 't':
-            if (timeout_arg)
+            if (a->timeout_arg)
                 return cli_usage_error("run", "%s", "--timeout given twice");
-            timeout_arg = optarg;
+            a->timeout_arg = optarg;
             break;
         case 'g':
-            if (grant)
+            if (a->grant)
                 return cli_usage_error("run", "%s", "--grant given twice");
-            grant = optarg;
+            a->grant = optarg;
             break;
-        case 'u': target.url_flag = optarg; break;
-        case 'k': target.token_file = optarg; break;
-        case 'b': target.backends = optarg; break;
-        case 'j': json_out = true; break;
-        case 'h': cli_usage_run(stdout); return 0;
+        case 'u': target->url_flag = optarg; break;
+        case 'k': target->token_file = optarg; break;
+        case 'b': target->backends = optarg; break;
+        case 'j': a->json_out = true; break;
+        case 'h': cli_usage_run(stdout); a->help = true; return 0;
         case ':': return cli_usage_error("run", "option `%s` needs a value", argv[optind - 1]);
         default: return cli_usage_error("run", "unknown option `%s`", argv[optind - 1]);
         }
     }
-    const char *path = NULL;
     if (optind < argc)
-        path = argv[optind++];
+        a->path = argv[optind++];
     if (optind < argc)
         return cli_usage_error("run", "unexpected argument `%s`", argv[optind]);
-    if (code_arg && path)
-        return cli_usage_error("run", "give either -e CODE or a FILE, not both (got `%s`)", path);
+    if (a->code_arg && a->path)
+        return cli_usage_error("run", "give either -e CODE or a FILE, not both (got `%s`)", a->path);
+    return 0;
+}
 
-    /* Everything that can be judged locally is judged before anything is sent. */
+/* Stage 2: everything that can be judged locally is judged before anything is sent. */
+static int run_judge(struct run_args *a)
+{
     enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
     struct plm_err err = {0};
-    if (tier_parse_floor(floor, &floor_tier, &err) < 0)
-        return cli_usage_error("run", "--min-isolation `%s`: must be process, container, kernel or vm", floor);
-    if (grant && !cli_grant_name_valid(grant))
-        return cli_usage_error("run", "--grant `%s`: 1 to %d of A-Z a-z 0-9 . _ -", grant, LIM_GRANT_PROFILE_MAX);
-    int32_t timeout_ms = 0;
-    if (timeout_arg && parse_timeout(timeout_arg, &timeout_ms) < 0)
-        return cli_usage_error("run", "--timeout `%s`: must be a number of seconds, 0 < S <= 300", timeout_arg);
+    if (tier_parse_floor(a->floor, &floor_tier, &err) < 0)
+        return cli_usage_error("run", "--min-isolation `%s`: must be process, container, kernel or vm", a->floor);
+    if (a->grant && !cli_grant_name_valid(a->grant))
+        return cli_usage_error("run", "--grant `%s`: 1 to %d of A-Z a-z 0-9 . _ -", a->grant, LIM_GRANT_PROFILE_MAX);
+    if (a->timeout_arg && parse_timeout(a->timeout_arg, &a->timeout_ms) < 0)
+        return cli_usage_error("run", "--timeout `%s`: must be a number of seconds, 0 < S <= 300", a->timeout_arg);
+    return 0;
+}
 
-    cleanup_free char *code = NULL;
+/* Stage 3: the snippet, read and checked: a proto3 string is UTF-8 without NUL here (our codec
+ * and the daemon refuse both). */
+static int run_snippet(const struct run_args *a, char **code)
+{
     size_t code_len = 0;
-    int r = load_code(code_arg, path, &code, &code_len);
+    int r = load_code(a->code_arg, a->path, code, &code_len);
     if (r)
         return r;
-    /* A proto3 string is UTF-8 without NUL here (our codec and the daemon refuse both). */
-    if (strlen(code) != code_len)
+    if (strlen(*code) != code_len)
         return cli_usage_error("run", "%s", "the snippet contains a NUL byte");
-    if (!cli_utf8_valid((const uint8_t *)code, code_len))
+    if (!cli_utf8_valid((const uint8_t *)*code, code_len))
         return cli_usage_error("run", "%s", "the snippet is not valid UTF-8");
+    return 0;
+}
 
+/* Stage 4: the checked call on the target, then the output and the card. */
+static int run_send(struct cli_target *target, const struct run_args *a, const char *code)
+{
+    struct snippet s = {.code = code, .grant = a->grant, .timeout_ms = a->timeout_ms};
+    struct cli_run_call call;
+    if (cli_target_run(target, PLC_JAVASCRIPT, a->floor, a->grant != NULL, send_snippet, &s, &call) < 0)
+        return cli_usage_error("run", "--min-isolation `%s`: must be process, container, kernel or vm", a->floor);
+    int status = emit(&call.rep, call.js, a->json_out);
+    cli_run_call_done(&call);
+    return status;
+}
+
+int cli_cmd_run(int argc, char **argv)
+{
+    struct run_args a = {.floor = ""};
+    struct cli_target target = {0};
+    cleanup_free char *code = NULL;
+    int r = run_parse(argc, argv, &a, &target);
+    if (r || a.help || (r = run_judge(&a)) || (r = run_snippet(&a, &code)))
+        return r;
     if ((r = cli_target_open(&target, "run")))
         return r;
-    struct snippet s = {.code = code, .grant = grant, .timeout_ms = timeout_ms};
-    struct cli_run_call call;
-    r = cli_target_run(&target, PLC_JAVASCRIPT, floor, grant != NULL, send_snippet, &s, &call);
-    if (r < 0) {
-        cli_target_done(&target);
-        return cli_usage_error("run", "--min-isolation `%s`: must be process, container, kernel or vm", floor);
-    }
-    int status = emit(&call.rep, call.js, json_out);
-    cli_run_call_done(&call);
+    r = run_send(&target, &a, code);
     cli_target_done(&target);
-    return status;
+    return r;
 }

@@ -253,7 +253,7 @@ bool cli_classify_http(const char *sent_id, const struct cli_http_answer *a, str
 
 static int mismatch(struct plm_err *err, const char *what)
 {
-    return plm_err_set(err, 0, PLM_E_MISMATCH, PLM_REFUSAL_NONE, "record mismatch: %s", what);
+    return plm_fail(err, 0, PLM_E_MISMATCH, "record mismatch: %s", what);
 }
 
 static bool rule_sent(const Plimsoll__V1__SoftwareRule *rule)
@@ -288,10 +288,10 @@ int cli_check_record(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__R
         return mismatch(err, "no record");
     /* 2-3. version */
     if (rec->version != 1 && rec->version != 2)
-        return plm_err_set(err, 0, PLM_E_MISMATCH, PLM_REFUSAL_NONE,
+        return plm_fail(err, 0, PLM_E_MISMATCH,
                            "record mismatch: version error: record version %u", rec->version);
     if (sent->protocol >= 2 && rec->version != 2)
-        return plm_err_set(err, 0, PLM_E_MISMATCH, PLM_REFUSAL_NONE,
+        return plm_fail(err, 0, PLM_E_MISMATCH,
                            "record mismatch: version error: protocol %u needs a version 2 record, got %u",
                            sent->protocol, rec->version);
     if (rec->version == 1 && (*str_or_empty(rec->software_identity) || *str_or_empty(rec->software_rule_id)))
@@ -335,7 +335,7 @@ int cli_check_record(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__R
         cleanup_free char *rule_id =
             rec_rule_id(mode, rule ? (const char *const *)rule->identities : NULL, n_ids);
         if (!rule_id)
-            return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+            return plm_fail(err, ENOMEM, PLM_E_INTERNAL,
                                "record check: out of memory");
         if (strcmp(rule_id, str_or_empty(rec->software_rule_id)) != 0)
             return mismatch(err, "software_rule_id differs from the rule sent");

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../core/cleanup_json.h"
 #include "../core/err.h"
 #include "../core/record.h"
 #include "../core/tier.h"
@@ -49,18 +50,13 @@ enum cli_verdict {
 };
 
 /* ---- cleanup helpers for the library types this client uses (STYLE.md §4) ---- */
-static inline void cli_json_decref_fn(json_t **j)
-{
-    if (*j)
-        json_decref(*j);
-}
 static inline void cli_pb_free_fn(void *p)
 {
     ProtobufCMessage *m = *(ProtobufCMessage **)p;
     if (m)
         protobuf_c_message_free_unpacked(m, NULL);
 }
-#define cli_cleanup_json __attribute__((cleanup(cli_json_decref_fn)))
+#define cli_cleanup_json cleanup_json /* core/cleanup_json.h's, under the name the client uses */
 #define cli_cleanup_pb __attribute__((cleanup(cli_pb_free_fn)))
 
 /* ---- http.c: one POST over libcurl ---- */

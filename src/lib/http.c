@@ -18,6 +18,7 @@
 
 #include "../core/buf.h"
 #include "../core/cleanup.h"
+#include "../core/cleanup_curl.h"
 #include "../core/limits.h"
 #include "client.h"
 
@@ -73,14 +74,14 @@ static int token_clean(const char *buf, size_t len, char **out, const char *what
     while (len > start && isspace((unsigned char)buf[len - 1]))
         len--;
     if (len == start)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "%s is empty", what);
+        return plm_fail(err, 0, PLM_E_INVALID, "%s is empty", what);
     for (size_t i = start; i < len; i++)
         if (buf[i] < 0x21 || buf[i] > 0x7e)
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
+            return plm_fail(err, 0, PLM_E_INVALID,
                                "%s holds a character that is not visible ASCII", what);
     char *tok = malloc(len - start + 1);
     if (!tok)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     memcpy(tok, buf + start, len - start);
     tok[len - start] = '\0';
     *out = tok;
@@ -96,13 +97,13 @@ int cli_token_load(const char *token_file, char **out, struct plm_err *err)
             return 0;
         size_t n = strnlen(env, LIM_TOKEN_MAX + 1);
         if (n > LIM_TOKEN_MAX)
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "$PLIMSOLL_TOKEN is longer than %u bytes",
+            return plm_fail(err, 0, PLM_E_INVALID, "$PLIMSOLL_TOKEN is longer than %u bytes",
                                (unsigned)LIM_TOKEN_MAX);
         return token_clean(env, n, out, "$PLIMSOLL_TOKEN", err);
     }
     cleanup_close int fd = open(token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
-        return plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "token file `%s`: %s", token_file,
+        return plm_fail(err, errno, PLM_E_INVALID, "token file `%s`: %s", token_file,
                            strerror(errno));
     char buf[LIM_TOKEN_MAX + 2];
     size_t len = 0;
@@ -113,7 +114,7 @@ int cli_token_load(const char *token_file, char **out, struct plm_err *err)
                 continue;
             int e = errno;
             explicit_bzero(buf, sizeof buf);
-            return plm_err_set(err, e, PLM_E_INVALID, PLM_REFUSAL_NONE, "token file `%s`: %s", token_file,
+            return plm_fail(err, e, PLM_E_INVALID, "token file `%s`: %s", token_file,
                                strerror(e));
         }
         if (n == 0)
@@ -121,7 +122,7 @@ int cli_token_load(const char *token_file, char **out, struct plm_err *err)
         len += (size_t)n;
         if (len == sizeof buf) {
             explicit_bzero(buf, sizeof buf);
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "token file `%s` is larger than %u bytes",
+            return plm_fail(err, 0, PLM_E_INVALID, "token file `%s` is larger than %u bytes",
                                token_file, (unsigned)LIM_TOKEN_MAX);
         }
     }
@@ -232,64 +233,63 @@ static bool curl_never_sent(CURLcode c)
     }
 }
 
+/* The headers carry the bearer token: wiped before they are freed. */
 static void headers_wipe_free(struct curl_slist *h)
 {
     for (struct curl_slist *i = h; i; i = i->next)
         explicit_bzero(i->data, strlen(i->data));
     curl_slist_free_all(h);
 }
+DEFINE_CLEANUP(struct curl_slist, headers_wipe_free)
 
-int cli_http_post(const struct cli_conn *c, const char *path, const char *body, size_t len,
-                  const char *request_id, struct cli_http_answer *ans, struct plm_err *err)
+/* Stage 1: the base URL without trailing slashes, then the path. NULL out of memory. */
+static char *request_url(const struct cli_conn *c, const char *path)
 {
-    memset(ans, 0, sizeof *ans);
-    if (c->transport)
-        return c->transport->post(c->transport->ctx, c, path, body, len, request_id, ans, err);
     size_t ulen = strlen(c->url);
     while (ulen > 0 && c->url[ulen - 1] == '/')
         ulen--;
-    cleanup_free char *url = NULL;
-    if (asprintf(&url, "%.*s%s", (int)ulen, c->url, path) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    char *url = NULL;
+    return asprintf(&url, "%.*s%s", (int)ulen, c->url, path) < 0 ? NULL : url;
+}
 
-    CURL *h = curl_easy_init();
-    if (!h)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "curl_easy_init failed");
-    struct curl_slist *hdrs = NULL;
+/* Appends one header; false out of memory (*hdrs kept as it was). */
+static bool header_add(struct curl_slist **hdrs, const char *line)
+{
+    struct curl_slist *n = curl_slist_append(*hdrs, line);
+    if (n)
+        *hdrs = n;
+    return n != NULL;
+}
+
+/* Stage 2: the fixed headers, the request id and the bearer token. NULL out of memory. */
+static struct curl_slist *request_headers(const struct cli_conn *c, const char *request_id)
+{
+    struct curl_slist *hdrs cleanup_(headers_wipe_free) = NULL;
     char rid[64];
     snprintf(rid, sizeof rid, "Plimsoll-Request-Id: %s", request_id);
     const char *fixed[] = {"Content-Type: application/json", "Connect-Protocol-Version: 1",
                            "Accept-Encoding: identity", "Expect:", rid};
-    bool oom = false;
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] && !oom; i++) {
-        struct curl_slist *n = curl_slist_append(hdrs, fixed[i]);
-        if (!n)
-            oom = true;
-        else
-            hdrs = n;
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (!header_add(&hdrs, fixed[i]))
+            return NULL;
+    if (c->token) {
+        cleanup_free char *auth = NULL;
+        if (asprintf(&auth, "Authorization: Bearer %s", c->token) < 0)
+            return NULL;
+        bool added = header_add(&hdrs, auth);
+        explicit_bzero(auth, strlen(auth));
+        if (!added)
+            return NULL;
     }
-    if (!oom && c->token) {
-        char *auth = NULL;
-        if (asprintf(&auth, "Authorization: Bearer %s", c->token) < 0) {
-            oom = true;
-        } else {
-            struct curl_slist *n = curl_slist_append(hdrs, auth);
-            explicit_bzero(auth, strlen(auth));
-            free(auth);
-            if (!n)
-                oom = true;
-            else
-                hdrs = n;
-        }
-    }
-    if (oom) {
-        headers_wipe_free(hdrs);
-        curl_easy_cleanup(h);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-    }
+    return take_ptr(&hdrs);
+}
 
-    struct sink sink = {.b = {.max = LIM_RESPONSE_MAX}};
-    char errbuf[CURL_ERROR_SIZE] = "";
+/* Stage 3: one POST of body, no redirects, no proxy, the client's deadline and response cap;
+ * the answer's body into sink, its headers into ans. */
+static void request_configure(CURL *h, const struct cli_conn *c, const char *url, char *errbuf,
+                              struct curl_slist *hdrs, const char *body, size_t len, struct sink *sink,
+                              struct cli_http_answer *ans)
+{
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -311,39 +311,64 @@ int cli_http_post(const struct cli_conn *c, const char *path, const char *body, 
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)LIM_RESPONSE_MAX);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, ans);
+}
 
-    CURLcode rc = curl_easy_perform(h);
-    headers_wipe_free(hdrs);
-    curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &ans->elapsed_s);
-    if (rc != CURLE_OK) {
-        bool never = curl_never_sent(rc);
-        curl_easy_cleanup(h);
-        plm_buf_done(&sink.b);
-        double elapsed = ans->elapsed_s;
+/* Stage 4a: a failed transfer: the answer keeps only its time and whether nothing was sent. */
+static int request_failed(CURLcode rc, const char *url, const char *errbuf, bool overflow,
+                          struct cli_http_answer *ans, struct plm_err *err)
+{
+    double elapsed = ans->elapsed_s;
+    cli_http_answer_done(ans);
+    ans->elapsed_s = elapsed;
+    ans->not_sent = curl_never_sent(rc);
+    if (overflow || rc == CURLE_FILESIZE_EXCEEDED)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "response larger than %u bytes; aborted",
+                        (unsigned)LIM_RESPONSE_MAX);
+    return plm_fail(err, 0, PLM_E_UNAVAILABLE, "%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+}
+
+/* Stage 4b: the body (an empty one as "") handed to the answer. */
+static int request_take_body(struct sink *sink, struct cli_http_answer *ans, struct plm_err *err)
+{
+    size_t got_len = sink->b.len;
+    char *got = plm_buf_take(&sink->b, NULL);
+    if (!got && !(got = calloc(1, 1))) {
         cli_http_answer_done(ans);
-        ans->elapsed_s = elapsed;
-        ans->not_sent = never;
-        if (sink.overflow || rc == CURLE_FILESIZE_EXCEEDED)
-            return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                               "response larger than %u bytes; aborted", (unsigned)LIM_RESPONSE_MAX);
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "%s: %s", url,
-                           errbuf[0] ? errbuf : curl_easy_strerror(rc));
-    }
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ans->status);
-    curl_easy_cleanup(h);
-    size_t got_len = sink.b.len;
-    char *got = plm_buf_take(&sink.b, NULL);
-    if (!got) {
-        got = calloc(1, 1);
-        if (!got) {
-            cli_http_answer_done(ans);
-            return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-        }
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     }
     ans->body = got;
     ans->body_len = got_len;
     return 0;
+}
+
+int cli_http_post(const struct cli_conn *c, const char *path, const char *body, size_t len,
+                  const char *request_id, struct cli_http_answer *ans, struct plm_err *err)
+{
+    memset(ans, 0, sizeof *ans);
+    if (c->transport)
+        return c->transport->post(c->transport->ctx, c, path, body, len, request_id, ans, err);
+    cleanup_free char *url = request_url(c, path);
+    if (!url)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    CURL *h cleanup_curl = curl_easy_init();
+    if (!h)
+        return plm_fail(err, 0, PLM_E_INTERNAL, "curl_easy_init failed");
+    struct curl_slist *hdrs cleanup_(headers_wipe_free) = request_headers(c, request_id);
+    if (!hdrs)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+
+    struct sink sink = {.b = {.max = LIM_RESPONSE_MAX}};
+    char errbuf[CURL_ERROR_SIZE] = "";
+    request_configure(h, c, url, errbuf, hdrs, body, len, &sink, ans);
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &ans->elapsed_s);
+    if (rc != CURLE_OK) {
+        plm_buf_done(&sink.b);
+        return request_failed(rc, url, errbuf, sink.overflow, ans, err);
+    }
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ans->status);
+    return request_take_body(&sink, ans, err);
 }

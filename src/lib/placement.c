@@ -9,8 +9,8 @@
  * isolation or capacity, or a connection that provably carried none of it. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../core/clock.h"
 #include "client.h"
 
 bool plc_retryable(int reason)
@@ -33,9 +33,7 @@ static double pool_now(const struct plc_pool *p)
 {
     if (p->now)
         return p->now(p->now_ctx);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)clock_mono_us() / 1e6;
 }
 
 int plc_describe(struct plc_pool *p, struct plc_backend *b)

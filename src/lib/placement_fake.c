@@ -258,14 +258,14 @@ static int fake_post(void *ctx, const struct cli_conn *c, const char *path, cons
             f = &net->f[i];
     if (!f || f->answer == FAKE_DOWN) {
         ans->not_sent = true;
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "%s: connection refused", c->url);
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "%s: connection refused", c->url);
     }
     snprintf(f->last_token, sizeof f->last_token, "%s", c->token ? c->token : "");
     if (strstr(path, "/Describe"))
         return describe(f, rid, ans);
     if (f->answer == FAKE_LOST) {
         f->runs++;
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "%s: connection reset", c->url);
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "%s: connection reset", c->url);
     }
     if (strstr(path, "/OpenSession"))
         return open_session(f, body, len, rid, ans);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../cli/cli.h"
+#include "../lib/client.h"
 #include "ui.h"
 
 void ui_html(FILE *f, const char *s)

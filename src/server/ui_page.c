@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cli/cli.h"
+#include "../card/card.h"
 #include "../core/evidence.h"
 #include "../wire/convert.h"
 #include "ui.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cli/cli.h"
+#include "../card/card.h"
 #include "../wire/json_codec.h"
 
 struct ui_ring {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../cli/cli.h"
+#include "../card/card.h"
 #include "../wire/connect_error.h"
 #include "ui.h"
 

@@ -1,10 +1,10 @@
-/* card_project.c: the project part of the run card and of its JSON (see cli.h).
+/* card_project.c: the project part of the run card and of its JSON (see card.h).
  * Trusts: no server string: commands and paths print through cli_put_safe.
  * Invariant: step output and artifact contents never reach the text card (only sizes), and the
  * JSON carries them only for a checked answer. */
 #include <string.h>
 
-#include "cli.h"
+#include "card.h"
 
 static const char *outcome_name(Plimsoll__V1__ProjectOutcome o)
 {

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "../core/cleanup.h"
-#include "cli.h"
+#include "card.h"
 
 static const char *S(const char *s) { return s ? s : ""; }
 
@@ -193,36 +193,6 @@ static int json_placement(json_t *j, const struct plc_choice *c)
         }
     }
     return bad ? -1 : 0;
-}
-
-int cli_json_set_bytes(json_t *o, const char *k, const char *enc_k, const ProtobufCBinaryData *b)
-{
-    if (cli_utf8_valid(b->data, b->len)) {
-        if (json_object_set_new(o, k, json_stringn(b->len ? (const char *)b->data : "", b->len)) < 0)
-            return -1;
-        return json_object_set_new(o, enc_k, json_string("utf-8"));
-    }
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t olen = (b->len + 2) / 3 * 4;
-    cleanup_free char *out = malloc(olen + 1);
-    if (!out)
-        return -1;
-    size_t j = 0;
-    for (size_t i = 0; i < b->len; i += 3) {
-        uint32_t v = (uint32_t)b->data[i] << 16;
-        if (i + 1 < b->len)
-            v |= (uint32_t)b->data[i + 1] << 8;
-        if (i + 2 < b->len)
-            v |= b->data[i + 2];
-        out[j++] = tbl[(v >> 18) & 63];
-        out[j++] = tbl[(v >> 12) & 63];
-        out[j++] = i + 1 < b->len ? tbl[(v >> 6) & 63] : '=';
-        out[j++] = i + 2 < b->len ? tbl[v & 63] : '=';
-    }
-    out[j] = '\0';
-    if (json_object_set_new(o, k, json_stringn(out, j)) < 0)
-        return -1;
-    return json_object_set_new(o, enc_k, json_string("base64"));
 }
 
 json_t *cli_card_json(const struct cli_run_report *r)
