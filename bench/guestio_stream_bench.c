@@ -19,7 +19,7 @@
 
 #include "../src/core/clock.h"
 #include "../src/guestio/guestio.h"
-#include "../src/providers/microvm/chan.h"
+#include "../src/guestio/vmchan.h"
 
 static int cmp(const void *a, const void *b)
 {
@@ -53,9 +53,9 @@ static size_t frame_len;
 static void make_frame(uint16_t type, size_t payload)
 {
     free(frame);
-    frame_len = MVC_HDR_LEN + payload;
+    frame_len = F16_HDR_LEN + payload;
     frame = calloc(1, frame_len);
-    uint8_t *pl = frame + MVC_HDR_LEN;
+    uint8_t *pl = frame + F16_HDR_LEN;
     if (type == MVC_HOST_CALL) {
         qf_host_call_encode_fixed(pl, 1, 3, 11, (uint32_t)(payload - QF_HOST_CALL_FIXED - 14));
         memcpy(pl + QF_HOST_CALL_FIXED, "GET/v1/items/1", 14);
@@ -64,7 +64,7 @@ static void make_frame(uint16_t type, size_t payload)
         qf_result_encode_fixed(pl, 0, 0, (uint32_t)(payload - QF_RESULT_FIXED), 0);
         memset(pl + QF_RESULT_FIXED, 'o', payload - QF_RESULT_FIXED);
     }
-    mvc_hdr_encode(frame, &(struct mvc_hdr){.len = (uint32_t)payload, .type = type, .seq = 1});
+    f16_hdr_encode(frame, &(struct f16_hdr){.len = (uint32_t)payload, .type = type, .seq = 1});
 }
 
 /* The old path: the guest's bytes read and decoded in this process (the guest's writes

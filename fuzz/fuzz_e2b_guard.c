@@ -1,4 +1,4 @@
-/* fuzz_e2b_guard.c: the e2b egress guard's request parser (src/providers/e2b/guardparse.c, run
+/* fuzz_e2b_guard.c: the e2b egress guard's request parser (src/guestio/guardparse.c, run
  * only in the confined guestio helper, which is never sanitized): the body of a call a granted
  * guest sends to the guard. Whatever it accepts must be a canonical call: one of the five
  * methods, a non-empty NUL-free path, a body of the stated length; and it must fit the GCALL
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../src/guestio/frame.h"
-#include "../src/providers/e2b/guard.h"
+#include "../src/guestio/guardparse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -87,13 +87,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     enum gio_dir dir = data[0] & 1 ? GIO_TO_HELPER : GIO_TO_DAEMON;
     data++, size--;
-    while (size >= GIO_HDR_LEN) {
-        struct gio_hdr h;
+    while (size >= F16_HDR_LEN) {
+        struct f16_hdr h;
         if (gio_hdr_decode(data, dir, &h) < 0)
             return 0; /* the daemon kills the helper here */
         if (h.len > gio_max_len(dir, h.type) || h.flags)
             abort();
-        data += GIO_HDR_LEN, size -= GIO_HDR_LEN;
+        data += F16_HDR_LEN, size -= F16_HDR_LEN;
         if (h.len > size)
             return 0; /* a truncated stream: the reader waits for more */
         /* a copy of exactly the payload, so ASan catches any read past it */

@@ -73,9 +73,9 @@ struct gio_server {
     uint64_t next_id;
     struct obuf *q_head, *q_tail; /* frames on their way to the helper */
     int64_t q_progress;
-    uint8_t rx_hdr[GIO_HDR_LEN];
+    uint8_t rx_hdr[F16_HDR_LEN];
     size_t rx_hhave, rx_plhave;
-    struct gio_hdr rx_h;
+    struct f16_hdr rx_h;
     uint8_t *rx_pl;
 };
 
@@ -390,9 +390,9 @@ static int read_helper(struct gio_server *s)
     for (;;) {
         uint8_t *dst;
         size_t want;
-        if (s->rx_hhave < GIO_HDR_LEN) {
+        if (s->rx_hhave < F16_HDR_LEN) {
             dst = s->rx_hdr + s->rx_hhave;
-            want = GIO_HDR_LEN - s->rx_hhave;
+            want = F16_HDR_LEN - s->rx_hhave;
         } else {
             dst = s->rx_pl + s->rx_plhave;
             want = s->rx_h.len - s->rx_plhave;
@@ -403,9 +403,9 @@ static int read_helper(struct gio_server *s)
             return 0;
         if (want && n <= 0)
             return -1;
-        if (s->rx_hhave < GIO_HDR_LEN) {
+        if (s->rx_hhave < F16_HDR_LEN) {
             s->rx_hhave += (size_t)n;
-            if (s->rx_hhave < GIO_HDR_LEN)
+            if (s->rx_hhave < F16_HDR_LEN)
                 continue;
             /* The cap is checked before anything is reserved; HELLO is only valid at spawn. */
             if (gio_hdr_decode(s->rx_hdr, GIO_TO_DAEMON, &s->rx_h) < 0 || s->rx_h.type == GIO_T_HELLO)

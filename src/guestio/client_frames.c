@@ -48,14 +48,14 @@ struct obuf *frame_buf(uint16_t type, uint64_t seq, size_t payload)
     struct obuf *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
-    b->p = malloc(GIO_HDR_LEN + payload);
+    b->p = malloc(F16_HDR_LEN + payload);
     if (!b->p) {
         free(b);
         return NULL;
     }
-    struct gio_hdr h = {.len = (uint32_t)payload, .type = type, .flags = 0, .seq = seq};
-    gio_hdr_encode(b->p, &h);
-    b->len = GIO_HDR_LEN + payload;
+    struct f16_hdr h = {.len = (uint32_t)payload, .type = type, .flags = 0, .seq = seq};
+    f16_hdr_encode(b->p, &h);
+    b->len = F16_HDR_LEN + payload;
     b->pass_fd = -1;
     return b;
 }
@@ -83,7 +83,7 @@ struct obuf *reply_frame(uint64_t id, int status, const char *ctype, const uint8
     struct obuf *b = frame_buf(GIO_T_REPLY, id, n);
     if (b)
         b->reply_to = id;
-    if (b && gio_reply_encode(b->p + GIO_HDR_LEN, n, &r) != n) {
+    if (b && gio_reply_encode(b->p + F16_HDR_LEN, n, &r) != n) {
         obuf_free_list(b);
         return NULL;
     }

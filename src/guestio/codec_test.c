@@ -15,50 +15,50 @@ static bool starts(const char *s, const char *prefix)
 
 static void test_header(void)
 {
-    uint8_t b[GIO_HDR_LEN];
-    struct gio_hdr h = {.len = 7, .type = GIO_T_CALL, .flags = 0, .seq = 0x0102030405060708ull}, d;
-    gio_hdr_encode(b, &h);
+    uint8_t b[F16_HDR_LEN];
+    struct f16_hdr h = {.len = 7, .type = GIO_T_CALL, .flags = 0, .seq = 0x0102030405060708ull}, d;
+    f16_hdr_encode(b, &h);
     CHECK(b[0] == 0 && b[3] == 7 && b[5] == GIO_T_CALL && b[8] == 1 && b[15] == 8); /* big-endian */
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) == 0 && d.len == 7 && d.seq == h.seq && d.type == GIO_T_CALL);
     CHECK(gio_hdr_decode(b, GIO_TO_HELPER, &d) < 0); /* a CALL never goes to the helper */
     h.flags = 1;
-    gio_hdr_encode(b, &h);
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) < 0);
     h.flags = 0;
     h.type = 99;
-    gio_hdr_encode(b, &h);
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) < 0);
     /* the cap of each type, exactly and one past */
     h.type = GIO_T_CALL;
     h.len = gio_max_len(GIO_TO_DAEMON, GIO_T_CALL);
-    gio_hdr_encode(b, &h);
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) == 0);
     h.len++;
-    gio_hdr_encode(b, &h);
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) < 0);
     h.len = 0xffffffffu;
-    gio_hdr_encode(b, &h);
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) < 0);
     h.type = GIO_T_DONE;
     h.len = 1;
-    gio_hdr_encode(b, &h);
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) < 0); /* DONE is empty */
     h.len = 0;
     h.seq = 0;
-    gio_hdr_encode(b, &h);
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) < 0); /* seq 0 is never a connection */
     h.type = GIO_T_HELLO;
     h.len = 4;
-    gio_hdr_encode(b, &h);
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) == 0);
     h.seq = 5;
-    gio_hdr_encode(b, &h);
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_DAEMON, &d) < 0); /* HELLO belongs to no connection */
-    h = (struct gio_hdr){.len = 0, .type = GIO_T_CONN, .seq = 1};
-    gio_hdr_encode(b, &h);
+    h = (struct f16_hdr){.len = 0, .type = GIO_T_CONN, .seq = 1};
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_HELPER, &d) == 0 && gio_hdr_decode(b, GIO_TO_DAEMON, &d) < 0);
-    h = (struct gio_hdr){.len = GIO_REPLY_FIXED + GIO_CTYPE_MAX + GIO_REPLY_MAX + 1, .type = GIO_T_REPLY, .seq = 1};
-    gio_hdr_encode(b, &h);
+    h = (struct f16_hdr){.len = GIO_REPLY_FIXED + GIO_CTYPE_MAX + GIO_REPLY_MAX + 1, .type = GIO_T_REPLY, .seq = 1};
+    f16_hdr_encode(b, &h);
     CHECK(gio_hdr_decode(b, GIO_TO_HELPER, &d) < 0);
     uint8_t hello[4];
     uint32_t v = 0;
@@ -234,15 +234,15 @@ static void test_gcall(void)
     buf[2] = 3; /* no such verdict */
     CHECK(gio_gcall_decode(buf, n, &d) < 0);
     /* the stream frames: END is exactly one byte, GUEST is capped, both only towards the daemon */
-    uint8_t h[GIO_HDR_LEN];
-    struct gio_hdr hh = {.len = 1, .type = GIO_T_END, .seq = 1}, hd;
-    gio_hdr_encode(h, &hh);
+    uint8_t h[F16_HDR_LEN];
+    struct f16_hdr hh = {.len = 1, .type = GIO_T_END, .seq = 1}, hd;
+    f16_hdr_encode(h, &hh);
     CHECK(gio_hdr_decode(h, GIO_TO_DAEMON, &hd) == 0 && gio_hdr_decode(h, GIO_TO_HELPER, &hd) < 0);
     hh.len = 2;
-    gio_hdr_encode(h, &hh);
+    f16_hdr_encode(h, &hh);
     CHECK(gio_hdr_decode(h, GIO_TO_DAEMON, &hd) < 0);
-    hh = (struct gio_hdr){.len = GIO_GUEST_MAX + 1, .type = GIO_T_GUEST, .seq = 1};
-    gio_hdr_encode(h, &hh);
+    hh = (struct f16_hdr){.len = GIO_GUEST_MAX + 1, .type = GIO_T_GUEST, .seq = 1};
+    f16_hdr_encode(h, &hh);
     CHECK(gio_hdr_decode(h, GIO_TO_DAEMON, &hd) < 0);
 }
 

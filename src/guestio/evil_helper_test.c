@@ -22,8 +22,8 @@
 
 __attribute__((unused)) static void put(uint16_t type, uint64_t seq, const uint8_t *p, uint32_t len)
 {
-    uint8_t h[GIO_HDR_LEN];
-    gio_hdr_encode(h, &(struct gio_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
     if (send(GIO_CHAN_FD, h, sizeof h, MSG_NOSIGNAL) < 0 || (len && send(GIO_CHAN_FD, p, len, MSG_NOSIGNAL) < 0))
         _exit(1);
 }
@@ -39,7 +39,7 @@ __attribute__((unused)) static void hello(void)
 static int last_fd = -1;
 __attribute__((unused)) static uint64_t wait_conn(void)
 {
-    uint8_t h[GIO_HDR_LEN];
+    uint8_t h[F16_HDR_LEN];
     size_t have = 0;
     while (have < sizeof h) {
         char cm[CMSG_SPACE(sizeof(int))];
@@ -53,7 +53,7 @@ __attribute__((unused)) static uint64_t wait_conn(void)
             memcpy(&last_fd, CMSG_DATA(c), sizeof last_fd);
         have += (size_t)n;
     }
-    struct gio_hdr d;
+    struct f16_hdr d;
     if (gio_hdr_decode(h, GIO_TO_HELPER, &d) < 0 || d.type != GIO_T_CONN)
         _exit(2);
     return d.seq;
@@ -115,8 +115,8 @@ int main(int argc, char **argv)
 #elif defined(EVIL_HUGE)
     hello();
     uint64_t id = wait_conn();
-    uint8_t h[GIO_HDR_LEN];
-    gio_hdr_encode(h, &(struct gio_hdr){.len = 0x7fffffff, .type = GIO_T_CALL, .flags = 0, .seq = id});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = 0x7fffffff, .type = GIO_T_CALL, .flags = 0, .seq = id});
     if (send(GIO_CHAN_FD, h, sizeof h, MSG_NOSIGNAL) < 0)
         _exit(1);
     idle();
@@ -125,17 +125,17 @@ int main(int argc, char **argv)
      * reassembles them; then it relays the REPLY to the guest itself. */
     hello();
     uint64_t id = wait_conn();
-    uint8_t f[GIO_HDR_LEN + 64];
+    uint8_t f[F16_HDR_LEN + 64];
     struct gio_call c = {(const uint8_t *)"POST", (const uint8_t *)"/trickle", (const uint8_t *)"abc", 4, 8, 3};
-    size_t n = gio_call_encode(f + GIO_HDR_LEN, sizeof f - GIO_HDR_LEN, &c);
-    gio_hdr_encode(f, &(struct gio_hdr){.len = (uint32_t)n, .type = GIO_T_CALL, .flags = 0, .seq = id});
-    for (size_t i = 0; i < GIO_HDR_LEN + n; i++) {
+    size_t n = gio_call_encode(f + F16_HDR_LEN, sizeof f - F16_HDR_LEN, &c);
+    f16_hdr_encode(f, &(struct f16_hdr){.len = (uint32_t)n, .type = GIO_T_CALL, .flags = 0, .seq = id});
+    for (size_t i = 0; i < F16_HDR_LEN + n; i++) {
         if (send(GIO_CHAN_FD, f + i, 1, MSG_NOSIGNAL) != 1)
             _exit(1);
         usleep(2000);
     }
-    uint8_t h[GIO_HDR_LEN], p[4096];
-    struct gio_hdr d;
+    uint8_t h[F16_HDR_LEN], p[4096];
+    struct f16_hdr d;
     struct gio_reply r;
     if (recv(GIO_CHAN_FD, h, sizeof h, MSG_WAITALL) != (ssize_t)sizeof h || gio_hdr_decode(h, GIO_TO_HELPER, &d) < 0 ||
         d.type != GIO_T_REPLY || d.seq != id || d.len > sizeof p ||

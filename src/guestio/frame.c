@@ -10,31 +10,8 @@
 
 #include <string.h>
 
+#include "../core/frame16.h"
 #include "../core/validate.h"
-
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
 
 bool gio_tchar(uint8_t c)
 {
@@ -43,55 +20,34 @@ bool gio_tchar(uint8_t c)
     return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+/* Bounds per type and direction: a type from the other direction is not in the reader's table.
+ * HELLO and END are exactly their size. */
+static const struct f16_type to_daemon[] = {
+    {GIO_T_HELLO, 4, 4},
+    {GIO_T_CALL, 0, GIO_CALL_FIXED + GIO_METHOD_MAX + GIO_TARGET_MAX + GIO_BODY_MAX},
+    {GIO_T_DONE, 0, 0},
+    {GIO_T_GCALL, 0, GIO_GCALL_FIXED + GIO_CRED_MAX + GIO_GPATH_MAX + GIO_GBODY_MAX},
+    {GIO_T_GUEST, 0, GIO_GUEST_MAX},
+    {GIO_T_END, 1, 1},
+};
+static const struct f16_type to_helper[] = {
+    {GIO_T_CONN, 0, 0},
+    {GIO_T_REPLY, 0, GIO_REPLY_FIXED + GIO_CTYPE_MAX + GIO_REPLY_MAX},
+};
+#define TABLE(dir) ((dir) == GIO_TO_DAEMON ? to_daemon : to_helper)
+#define ROWS(dir) ((dir) == GIO_TO_DAEMON ? sizeof to_daemon / sizeof to_daemon[0] : sizeof to_helper / sizeof to_helper[0])
+
 uint32_t gio_max_len(enum gio_dir dir, uint16_t type)
 {
-    if (dir == GIO_TO_DAEMON) {
-        switch (type) {
-        case GIO_T_HELLO: return 4;
-        case GIO_T_CALL: return GIO_CALL_FIXED + GIO_METHOD_MAX + GIO_TARGET_MAX + GIO_BODY_MAX;
-        case GIO_T_DONE: return 0;
-        case GIO_T_GCALL: return GIO_GCALL_FIXED + GIO_CRED_MAX + GIO_GPATH_MAX + GIO_GBODY_MAX;
-        case GIO_T_GUEST: return GIO_GUEST_MAX;
-        case GIO_T_END: return 1;
-        default: return 0;
-        }
-    }
-    switch (type) {
-    case GIO_T_CONN: return 0;
-    case GIO_T_REPLY: return GIO_REPLY_FIXED + GIO_CTYPE_MAX + GIO_REPLY_MAX;
-    default: return 0;
-    }
+    return f16_max_len(TABLE(dir), ROWS(dir), type);
 }
 
-/* The types that exist in a direction (gio_max_len is 0 for some valid, empty ones). */
-static bool type_valid(enum gio_dir dir, uint16_t type)
+int gio_hdr_decode(const uint8_t in[F16_HDR_LEN], enum gio_dir dir, struct f16_hdr *h)
 {
-    if (dir == GIO_TO_DAEMON)
-        return type >= GIO_T_HELLO && type <= GIO_T_END;
-    return type == GIO_T_CONN || type == GIO_T_REPLY;
-}
-
-void gio_hdr_encode(uint8_t out[GIO_HDR_LEN], const struct gio_hdr *h)
-{
-    put32(out, h->len);
-    put16(out + 4, h->type);
-    put16(out + 6, h->flags);
-    put32(out + 8, (uint32_t)(h->seq >> 32));
-    put32(out + 12, (uint32_t)h->seq);
-}
-
-int gio_hdr_decode(const uint8_t in[GIO_HDR_LEN], enum gio_dir dir, struct gio_hdr *h)
-{
-    h->len = get32(in);
-    h->type = get16(in + 4);
-    h->flags = get16(in + 6);
-    h->seq = (uint64_t)get32(in + 8) << 32 | get32(in + 12);
-    if (!type_valid(dir, h->type) || h->flags != 0 || h->len > gio_max_len(dir, h->type))
+    if (f16_hdr_decode(in, TABLE(dir), ROWS(dir), h) < 0)
         return -1;
     /* HELLO belongs to no connection; everything else names one, and 0 is never assigned. */
     if ((h->type == GIO_T_HELLO) != (h->seq == 0))
-        return -1;
-    if ((h->type == GIO_T_HELLO && h->len != 4) || (h->type == GIO_T_END && h->len != 1))
         return -1;
     return 0;
 }
@@ -136,7 +92,7 @@ int gio_call_decode(const uint8_t *p, size_t len, struct gio_call *c)
     off += ml;
     if (len - off < 2)
         return -1;
-    size_t tl = get16(p + off);
+    size_t tl = f16_be16(p + off);
     off += 2;
     if (tl < 1 || tl > GIO_TARGET_MAX || len - off < tl)
         return -1;
@@ -145,7 +101,7 @@ int gio_call_decode(const uint8_t *p, size_t len, struct gio_call *c)
     off += tl;
     if (len - off < 4)
         return -1;
-    uint32_t bl = get32(p + off);
+    uint32_t bl = f16_be32(p + off);
     off += 4;
     if (bl > GIO_BODY_MAX || len - off != bl)
         return -1; /* exactly the declared body, nothing after it */
@@ -165,11 +121,11 @@ size_t gio_call_encode(uint8_t *out, size_t cap, const struct gio_call *c)
     out[off++] = (uint8_t)c->method_len;
     memcpy(out + off, c->method, c->method_len);
     off += c->method_len;
-    put16(out + off, (uint16_t)c->target_len);
+    f16_put_u16(out + off, (uint16_t)c->target_len);
     off += 2;
     memcpy(out + off, c->target, c->target_len);
     off += c->target_len;
-    put32(out + off, (uint32_t)c->body_len);
+    f16_put_u32(out + off, (uint32_t)c->body_len);
     off += 4;
     if (c->body_len)
         memcpy(out + off, c->body, c->body_len);
@@ -199,7 +155,7 @@ int gio_reply_decode(const uint8_t *p, size_t len, struct gio_reply *r)
     if (len < GIO_REPLY_FIXED)
         return -1;
     size_t off = 0;
-    r->status = get16(p);
+    r->status = f16_be16(p);
     off += 2;
     size_t cl = p[off++];
     if (r->status < 200 || r->status > 599 || cl > GIO_CTYPE_MAX || len - off < cl)
@@ -209,7 +165,7 @@ int gio_reply_decode(const uint8_t *p, size_t len, struct gio_reply *r)
     off += cl;
     if (len - off < 4)
         return -1;
-    uint32_t bl = get32(p + off);
+    uint32_t bl = f16_be32(p + off);
     off += 4;
     if (bl > GIO_REPLY_MAX || len - off != bl)
         return -1;
@@ -224,13 +180,13 @@ size_t gio_reply_encode(uint8_t *out, size_t cap, const struct gio_reply *r)
     if (!n || n > cap || r->status < 200 || r->status > 599 || !ctype_ok(r->ctype, r->ctype_len))
         return 0;
     size_t off = 0;
-    put16(out, (uint16_t)r->status);
+    f16_put_u16(out, (uint16_t)r->status);
     off += 2;
     out[off++] = (uint8_t)r->ctype_len;
     if (r->ctype_len)
         memcpy(out + off, r->ctype, r->ctype_len);
     off += r->ctype_len;
-    put32(out + off, (uint32_t)r->body_len);
+    f16_put_u32(out + off, (uint32_t)r->body_len);
     off += 4;
     if (r->body_len)
         memcpy(out + off, r->body, r->body_len);
@@ -243,13 +199,13 @@ int gio_hello_decode(const uint8_t *p, size_t len, uint32_t *version)
 {
     if (len != 4)
         return -1;
-    *version = get32(p);
+    *version = f16_be32(p);
     return *version == GIO_VERSION ? 0 : -1;
 }
 
 void gio_hello_encode(uint8_t out[4], uint32_t version)
 {
-    put32(out, version);
+    f16_put_u32(out, version);
 }
 
 /* ---- GCALL ------------------------------------------------------------------------------------ */
@@ -321,7 +277,7 @@ int gio_gcall_decode(const uint8_t *p, size_t len, struct gio_gcall *g)
         if (len - off < 3)
             return -1;
         g->method = p[off++];
-        g->path_len = get16(p + off);
+        g->path_len = f16_be16(p + off);
         off += 2;
         if (g->method >= GIO_GM_COUNT || g->path_len < 1 || g->path_len > GIO_GPATH_MAX || len - off < g->path_len)
             return -1;
@@ -329,7 +285,7 @@ int gio_gcall_decode(const uint8_t *p, size_t len, struct gio_gcall *g)
         off += g->path_len;
         if (len - off < 4)
             return -1;
-        g->body_len = get32(p + off);
+        g->body_len = f16_be32(p + off);
         off += 4;
         if (g->body_len > GIO_GBODY_MAX || len - off != g->body_len)
             return -1;
@@ -364,11 +320,11 @@ size_t gio_gcall_encode(uint8_t *out, size_t cap, const struct gio_gcall *g)
     out[off++] = (uint8_t)g->verdict;
     if (g->verdict == GIO_V_CALL) {
         out[off++] = (uint8_t)g->method;
-        put16(out + off, (uint16_t)g->path_len);
+        f16_put_u16(out + off, (uint16_t)g->path_len);
         off += 2;
         memcpy(out + off, g->path, g->path_len);
         off += g->path_len;
-        put32(out + off, (uint32_t)g->body_len);
+        f16_put_u32(out + off, (uint32_t)g->body_len);
         off += 4;
         if (g->body_len)
             memcpy(out + off, g->body, g->body_len);

@@ -2,12 +2,10 @@
  * helper that parses guest-written HTTP (docs/privsep.md). Shared by both sides of the wall:
  * frame.c allocates nothing and makes no syscall.
  *
- * Wire format (STYLE.md §5): a SOCK_STREAM socketpair; every frame is a 16-byte header,
- * big-endian, decoded field by field, then exactly `len` payload bytes:
- *     u32 len   payload bytes; over gio_max_len(type) => the receiver kills the sender
- *     u16 type  enum gio_type, and only in its direction; anything else => kill
- *     u16 flags zero in v1; anything else => kill
- *     u64 seq   the connection id the daemon assigned in CONN (0 for HELLO)
+ * Wire format (STYLE.md §5): a SOCK_STREAM socketpair; every frame is core/frame16.h's 16-byte
+ * header with this channel's table for the reader's direction (frame.c), then exactly `len`
+ * payload bytes. A type from the other direction or over its cap => the receiver kills the
+ * sender; seq is the connection id the daemon assigned in CONN (0 for HELLO).
  * Payloads (all lengths checked against the caps below before anything is used):
  *     HELLO  helper -> daemon, once, after confinement: u32 version (GIO_VERSION)
  *     CALL   helper -> daemon, at most once per connection: u8 method_len (1..32), method
@@ -23,7 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GIO_HDR_LEN 16u
+#include "../core/frame16.h"
+
 #define GIO_VERSION 2u /* 2: GCALL (the e2b guard) and GUEST/END (a guest byte stream) */
 
 #define GIO_METHOD_MAX 32u                  /* a method token, as the HTTP parser takes */
@@ -60,19 +59,12 @@ enum gio_dir {
     GIO_TO_HELPER,
 };
 
-struct gio_hdr {
-    uint32_t len;
-    uint16_t type, flags;
-    uint64_t seq;
-};
-
 /* The payload cap of a type read in direction dir; 0 when the type is not valid there. */
 uint32_t gio_max_len(enum gio_dir dir, uint16_t type);
 
-void gio_hdr_encode(uint8_t out[GIO_HDR_LEN], const struct gio_hdr *h);
 /* Decodes and validates direction, type, flags and len against the type's bounds (and seq: 0
  * for HELLO, non-zero otherwise). Returns 0 or -1. */
-int gio_hdr_decode(const uint8_t in[GIO_HDR_LEN], enum gio_dir dir, struct gio_hdr *h);
+int gio_hdr_decode(const uint8_t in[F16_HDR_LEN], enum gio_dir dir, struct f16_hdr *h);
 
 /* A decoded CALL: pointers into the payload; method and target are not NUL-terminated. */
 struct gio_call {

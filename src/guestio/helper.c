@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../providers/e2b/guard.h"
+#include "guardparse.h"
 #include "confine.h"
 #include "frame.h"
 #include "guestio.h"
@@ -95,11 +95,11 @@ static void queue(uint8_t *p, size_t len)
 
 static uint8_t *frame_new(uint16_t type, uint64_t seq, size_t payload)
 {
-    uint8_t *f = malloc(GIO_HDR_LEN + payload);
+    uint8_t *f = malloc(F16_HDR_LEN + payload);
     if (!f)
         die(GIO_EXIT_NOMEM);
-    struct gio_hdr h = {.len = (uint32_t)payload, .type = type, .flags = 0, .seq = seq};
-    gio_hdr_encode(f, &h);
+    struct f16_hdr h = {.len = (uint32_t)payload, .type = type, .flags = 0, .seq = seq};
+    f16_hdr_encode(f, &h);
     return f;
 }
 
@@ -129,7 +129,7 @@ static void conn_close(unsigned i)
 {
     struct hconn *c = conns[i];
     close(c->fd);
-    queue(frame_new(GIO_T_DONE, c->id, 0), GIO_HDR_LEN);
+    queue(frame_new(GIO_T_DONE, c->id, 0), F16_HDR_LEN);
     free(c->head);
     free(c->body);
     free(c->out);
@@ -192,12 +192,12 @@ static void send_call(struct hconn *c)
         return;
     }
     uint8_t *f = frame_new(GIO_T_CALL, c->id, n);
-    if (gio_call_encode(f + GIO_HDR_LEN, n, &call) != n) {
+    if (gio_call_encode(f + F16_HDR_LEN, n, &call) != n) {
         free(f);
         answer_text(c, 400, "malformed request\n");
         return;
     }
-    queue(f, GIO_HDR_LEN + n);
+    queue(f, F16_HDR_LEN + n);
     free(c->body);
     c->body = NULL;
     c->st = C_WAIT; /* until the REPLY: the guest is not read meanwhile */
@@ -220,12 +220,12 @@ static void send_gcall(struct hconn *c, struct gio_gcall *g)
     g->cred_len = strlen(c->req.cred);
     size_t n = gio_gcall_size(g);
     uint8_t *f = n ? frame_new(GIO_T_GCALL, c->id, n) : NULL;
-    if (!f || gio_gcall_encode(f + GIO_HDR_LEN, n, g) != n) {
+    if (!f || gio_gcall_encode(f + F16_HDR_LEN, n, g) != n) {
         free(f);
         answer_json_error(c, 400, "bad guard request: malformed request");
         return;
     }
-    queue(f, GIO_HDR_LEN + n);
+    queue(f, F16_HDR_LEN + n);
     free(c->body);
     c->body = NULL;
     c->st = C_WAIT;
@@ -465,9 +465,9 @@ static void on_reply(uint64_t id, const uint8_t *p, size_t len)
 }
 
 /* The channel reader: a header, then exactly its payload. */
-static uint8_t rx_hdr[GIO_HDR_LEN];
+static uint8_t rx_hdr[F16_HDR_LEN];
 static size_t rx_hhave;
-static struct gio_hdr rx_h;
+static struct f16_hdr rx_h;
 static uint8_t *rx_pl;
 static size_t rx_plhave;
 
@@ -487,9 +487,9 @@ static void read_channel(void)
     for (;;) {
         uint8_t *dst;
         size_t want;
-        if (rx_hhave < GIO_HDR_LEN) {
+        if (rx_hhave < F16_HDR_LEN) {
             dst = rx_hdr + rx_hhave;
-            want = GIO_HDR_LEN - rx_hhave;
+            want = F16_HDR_LEN - rx_hhave;
         } else {
             dst = rx_pl + rx_plhave;
             want = rx_h.len - rx_plhave;
@@ -519,9 +519,9 @@ static void read_channel(void)
                 fdq[fdq_n++] = fd;
             }
         }
-        if (rx_hhave < GIO_HDR_LEN) {
+        if (rx_hhave < F16_HDR_LEN) {
             rx_hhave += (size_t)n;
-            if (rx_hhave < GIO_HDR_LEN)
+            if (rx_hhave < F16_HDR_LEN)
                 continue;
             if (gio_hdr_decode(rx_hdr, GIO_TO_HELPER, &rx_h) < 0)
                 die(GIO_EXIT_PROTOCOL);
@@ -607,10 +607,10 @@ int main(int argc, char **argv)
     if (gio_confine(&w) < 0)
         die(GIO_EXIT_CONFINE);
 
-    uint8_t hello[GIO_HDR_LEN + 4];
-    struct gio_hdr h = {.len = 4, .type = GIO_T_HELLO, .flags = 0, .seq = 0};
-    gio_hdr_encode(hello, &h);
-    gio_hello_encode(hello + GIO_HDR_LEN, GIO_VERSION);
+    uint8_t hello[F16_HDR_LEN + 4];
+    struct f16_hdr h = {.len = 4, .type = GIO_T_HELLO, .flags = 0, .seq = 0};
+    f16_hdr_encode(hello, &h);
+    gio_hello_encode(hello + F16_HDR_LEN, GIO_VERSION);
     uint8_t *f = malloc(sizeof hello);
     if (!f)
         die(GIO_EXIT_NOMEM);

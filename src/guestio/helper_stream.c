@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../providers/microvm/chan.h"
+#include "vmchan.h"
 #include "confine.h"
 #include "frame.h"
 #include "helper.h"
@@ -32,7 +32,7 @@ static _Noreturn void quit(int status)
 /* The CONN header, with the guest descriptor in SCM_RIGHTS (blocking: nothing else to do). */
 static int take_conn(void)
 {
-    uint8_t hdr[GIO_HDR_LEN];
+    uint8_t hdr[F16_HDR_LEN];
     size_t have = 0;
     int fd = -1;
     while (have < sizeof hdr) {
@@ -57,7 +57,7 @@ static int take_conn(void)
         }
         have += (size_t)n;
     }
-    struct gio_hdr h;
+    struct f16_hdr h;
     if (gio_hdr_decode(hdr, GIO_TO_HELPER, &h) < 0 || h.type != GIO_T_CONN || h.seq != 1 || fd < 0)
         quit(GIO_EXIT_PROTOCOL);
     return fd;
@@ -65,13 +65,13 @@ static int take_conn(void)
 
 static void put_frame(uint16_t type, const uint8_t *payload, size_t len)
 {
-    out = malloc(GIO_HDR_LEN + len);
+    out = malloc(F16_HDR_LEN + len);
     if (!out)
         quit(GIO_EXIT_NOMEM);
-    gio_hdr_encode(out, &(struct gio_hdr){.len = (uint32_t)len, .type = type, .seq = 1});
+    f16_hdr_encode(out, &(struct f16_hdr){.len = (uint32_t)len, .type = type, .seq = 1});
     if (len)
-        memcpy(out + GIO_HDR_LEN, payload, len);
-    out_len = GIO_HDR_LEN + len;
+        memcpy(out + F16_HDR_LEN, payload, len);
+    out_len = F16_HDR_LEN + len;
     out_off = 0;
 }
 

@@ -166,7 +166,7 @@ int gio_helper_spawn(const struct gio_spawn *s, pid_t *pid_out, int *chan_out, i
     cleanup_pid pid_t child = pid;
     close(take_fd(&theirs));
 
-    uint8_t buf[GIO_HDR_LEN + 4];
+    uint8_t buf[F16_HDR_LEN + 4];
     size_t have = 0;
     int64_t until = now_ms() + GIO_HELLO_MS;
     while (have < sizeof buf) {
@@ -180,10 +180,10 @@ int gio_helper_spawn(const struct gio_spawn *s, pid_t *pid_out, int *chan_out, i
         if (n > 0)
             have += (size_t)n;
     }
-    struct gio_hdr h;
+    struct f16_hdr h;
     uint32_t version = 0;
     if (have < sizeof buf || gio_hdr_decode(buf, GIO_TO_DAEMON, &h) < 0 || h.type != GIO_T_HELLO ||
-        gio_hello_decode(buf + GIO_HDR_LEN, h.len, &version) < 0) {
+        gio_hello_decode(buf + F16_HDR_LEN, h.len, &version) < 0) {
         int st = 0;
         kill(child, SIGKILL);
         while (waitpid(child, &st, 0) < 0 && errno == EINTR)

@@ -19,7 +19,7 @@
 
 #include "../../tests/unit.h"
 #include "../core/clock.h"
-#include "../providers/microvm/chan.h"
+#include "vmchan.h"
 #include "guestio.h"
 
 static const char *build_dir;
@@ -255,10 +255,10 @@ static void guard_evil(const char *mode)
 
 static size_t guest_frame(uint8_t *buf, uint16_t type, uint64_t seq, const void *p, uint32_t len)
 {
-    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = len, .type = type, .seq = seq});
+    f16_hdr_encode(buf, &(struct f16_hdr){.len = len, .type = type, .seq = seq});
     if (len)
-        memcpy(buf + MVC_HDR_LEN, p, len);
-    return MVC_HDR_LEN + len;
+        memcpy(buf + F16_HDR_LEN, p, len);
+    return F16_HDR_LEN + len;
 }
 
 /* A "VM": a socketpair; [0] is the daemon's channel, [1] the guest's side. The helper gets a

@@ -31,9 +31,9 @@ struct gio_stream {
     int state; /* 0 open, 1 ended (end_why), -1 failed */
     int end_why;
     int status; /* the helper's wait status once reaped, -1 before */
-    uint8_t hdr[GIO_HDR_LEN];
+    uint8_t hdr[F16_HDR_LEN];
     size_t hhave, plhave;
-    struct gio_hdr h;
+    struct f16_hdr h;
     uint8_t *pl;  /* the frame being read */
     uint8_t *last; /* the frame last returned */
 };
@@ -75,8 +75,8 @@ int gio_stream_open(int guest_fd, const char *helper_path, struct gio_stream **o
         return plm_err_wrap(err, "guest channel");
     }
     /* CONN with the guest's descriptor: 16 bytes into an empty socket buffer never block. */
-    uint8_t conn[GIO_HDR_LEN];
-    gio_hdr_encode(conn, &(struct gio_hdr){.len = 0, .type = GIO_T_CONN, .seq = 1});
+    uint8_t conn[F16_HDR_LEN];
+    f16_hdr_encode(conn, &(struct f16_hdr){.len = 0, .type = GIO_T_CONN, .seq = 1});
     union {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
@@ -122,9 +122,9 @@ int gio_stream_next(struct gio_stream *s, int64_t deadline_ms, const uint8_t **p
     for (;;) {
         uint8_t *dst;
         size_t want;
-        if (s->hhave < GIO_HDR_LEN) {
+        if (s->hhave < F16_HDR_LEN) {
             dst = s->hdr + s->hhave;
-            want = GIO_HDR_LEN - s->hhave;
+            want = F16_HDR_LEN - s->hhave;
         } else {
             dst = s->pl + s->plhave;
             want = s->h.len - s->plhave;
@@ -141,9 +141,9 @@ int gio_stream_next(struct gio_stream *s, int64_t deadline_ms, const uint8_t **p
         }
         if (want && n <= 0)
             return fail(s, err, "died");
-        if (s->hhave < GIO_HDR_LEN) {
+        if (s->hhave < F16_HDR_LEN) {
             s->hhave += (size_t)n;
-            if (s->hhave < GIO_HDR_LEN)
+            if (s->hhave < F16_HDR_LEN)
                 continue;
             if (gio_hdr_decode(s->hdr, GIO_TO_DAEMON, &s->h) < 0 || s->h.seq != 1 ||
                 (s->h.type != GIO_T_GUEST && s->h.type != GIO_T_END))

@@ -15,7 +15,7 @@
  * outside 200..599 becomes 502). The helper answers 404, a missing header and malformed HTTP
  * itself; the daemon (guard.c) decides the rest on the helper's canonical GCALL frame.
  *
- * The body parser (guardparse.c) is pure, fuzzed on its own, and runs only in the helper. */
+ * The body parser (guestio/guardparse.c) is pure, fuzzed on its own, and runs only in the helper. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,27 +23,13 @@
 
 #include "../../core/err.h"
 #include "../../core/provider.h"
+#include "../../guestio/guardparse.h" /* the header name, the body cap, the body parser */
 
-#define E2B_GUARD_HEADER "X-Plimsoll-E2B-Guard"
 #define E2B_GUARD_DEFAULT_PATH "/v1/e2b/guard"
 #define E2B_GUARD_TOKEN_LEN 68 /* "crg_" + 64 hex */
-#define E2B_GUARD_BODY_MAX (2u * 1024 * 1024)
 #define E2B_GUARD_INFLIGHT 64
 #define E2B_GUARD_CONN_MAX 256
 #define E2B_GUARD_TIMEOUT_S 30 /* an idle or slow connection is dropped after this */
-
-/* ---- guardparse.c (pure; linked into the guestio helper only) ---------------------------------- */
-struct e2b_guard_call {
-    char method[8]; /* upper-cased: GET PUT POST DELETE PATCH */
-    char *path;     /* the raw target as the guest sent it (the broker checks it) */
-    uint8_t *body;  /* NULL when absent */
-    size_t len;
-};
-/* Parses {"method": str, "path": str[, "body": str|null]} from at most E2B_GUARD_BODY_MAX bytes.
- * Returns 0, or 400 with why filled (printable ASCII). The strings must be valid UTF-8 without
- * NUL; unknown keys are refused; the method must be one of the five (any case). */
-int e2b_guard_parse(const uint8_t *buf, size_t len, struct e2b_guard_call *out, char *why, size_t wcap);
-void e2b_guard_call_done(struct e2b_guard_call *c);
 
 /* ---- guard.c -------------------------------------------------------------------------------- */
 /* true for "crg_" + 64 lower-case hex. */

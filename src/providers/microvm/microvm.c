@@ -20,6 +20,7 @@
 
 #include "../../core/limits.h"
 #include "../../core/module.h"
+#include "../../core/provider_gate.h"
 #include "../../core/pylang.h"
 #include "mv_int.h"
 
@@ -103,26 +104,37 @@ static int mv_smoke(struct plm_provider *p, struct plm_err *err)
     return 0;
 }
 
+/* The one entry gate (core/provider_gate.h) for every run: the floor against what the startup
+ * proof measured first, then the grant transport (no_grants: why this kind of run carries none;
+ * snippets carry grants over the channel, projects and modules would need an HTTP transport in
+ * the guest), then the proof itself. */
+static int mv_gate(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                   const char *no_grants, struct plm_err *err)
+{
+    const struct plm_gate gate = {
+        .tier = PLM_TIER_VM,
+        .proven = mv_tier(p) == PLM_TIER_VM,
+        .grants_ready = no_grants == NULL,
+        .no_grants = no_grants,
+    };
+    return plm_provider_gate(&gate, ctx, req, err);
+}
+
 static int mv_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
                      struct plm_result *out, struct plm_err *err)
 {
     struct mv_state *s = st_of(p);
     enum plm_tier tier = mv_tier(p);
-    if (tier_check_floor(tier, ctx->floor, err) < 0)
+    if (mv_gate(p, ctx, req, NULL, err) < 0)
         return -1;
     if (req->kind != PLM_KIND_JAVASCRIPT || !req->js.code)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "microvm runs javascript snippets only");
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "microvm runs javascript snippets only");
     const struct plm_host_api *api = ctx->host_api;
-    if (req->js.grant_profile && req->js.grant_profile[0] && !api)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "grant_profile named but no host api capability was handed over; nothing ran");
-    if (api && (!api->client_js || !api->call))
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "incomplete host api capability; nothing ran");
     size_t len = strnlen(req->js.code, LIM_CODE_MAX + 1);
     if (len == 0 || len > LIM_CODE_MAX)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
     if (!s->pool)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: not proven; nothing ran");
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "microvm: not proven; nothing ran");
     uint32_t timeout = ctx->timeout_ms ? ctx->timeout_ms : MV_DEFAULT_TIMEOUT_MS;
     if (timeout > MV_MAX_TIMEOUT_MS)
         timeout = MV_MAX_TIMEOUT_MS;
@@ -152,16 +164,13 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
 {
     struct mv_state *s = st_of(p);
     enum plm_tier tier = mv_tier(p);
-    if (tier_check_floor(tier, ctx->floor, err) < 0)
+    /* Project grants would need an HTTP transport in the guest: refused before anything ran. */
+    if (mv_gate(p, ctx, req, "microvm does not support grants for projects", err) < 0)
         return -1;
     if (req->kind != PLM_KIND_PROJECT)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "not a project");
-    /* Project grants would need an HTTP transport in the guest: refused before anything ran. */
-    if ((req->project.grant_profile && req->project.grant_profile[0]) || ctx->host_api)
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                           "microvm does not support grants for projects");
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "not a project");
     if (!s->pool || !s->proj->pool)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: not proven; nothing ran");
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "microvm: not proven; nothing ran");
     if (plm_project_is_python(req) && !__atomic_load_n(&s->python_proven, __ATOMIC_ACQUIRE))
         return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
                            "a step runs python, and the startup proof found no python3 with numpy, pandas and "
@@ -193,10 +202,10 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
 static int mv_run_module_op(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
                             struct plm_result *out, struct plm_err *err)
 {
-    if (tier_check_floor(mv_tier(p), ctx->floor, err) < 0)
+    if (mv_gate(p, ctx, req, "microvm does not support grants for module runs", err) < 0)
         return -1;
     if (req->kind != PLM_KIND_MODULE || !req->module.model)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "not a module run");
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "not a module run");
     if (plm_module_check(req, err) < 0) /* the daemon checked; cheap to hold here too */
         return -1;
     return mv_run_module(st_of(p), ctx, req, out, err);

@@ -7,7 +7,7 @@
 
 #include "../../core/evidence.h"
 #include "../../core/provider.h"
-#include "chan.h"
+#include "../../guestio/vmchan.h"
 #include "jail.h"
 #include "microvm.h"
 

@@ -126,7 +126,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
-    qf_put_u32(p, v);
+    f16_put_u32(p, v);
 }
 
 /* The plan as one PROJECT payload (chan.h); sizes were validated by the daemon (§1.4). */

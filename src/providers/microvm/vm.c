@@ -163,7 +163,7 @@ static void build_argv(const struct mv_state *s, enum mv_boot how, bool kvm, str
 int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, size_t alen, const void *b, size_t blen,
                const void *c, size_t clen, struct plm_err *err)
 {
-    uint8_t h[MVC_HDR_LEN];
+    uint8_t h[F16_HDR_LEN];
     /* A new request to a VM whose channel helper died while nothing was asked of it (a pooled
      * VM; nothing of the guest's can be lost then): its next read starts a fresh helper. */
     if (seq == 0 && vm->rd.gs && !gio_stream_alive(vm->rd.gs)) {
@@ -172,7 +172,7 @@ int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, siz
     }
     if (seq == 0)
         seq = ++vm->seq;
-    mvc_hdr_encode(h, &(struct mvc_hdr){.len = (uint32_t)(alen + blen + clen), .type = type, .seq = seq});
+    f16_hdr_encode(h, &(struct f16_hdr){.len = (uint32_t)(alen + blen + clen), .type = type, .seq = seq});
     struct iovec iov[4] = {{h, sizeof h}, {(void *)a, alen}, {(void *)b, blen}, {(void *)c, clen}};
     int n = 4;
     struct iovec *v = iov;

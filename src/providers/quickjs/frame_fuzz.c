@@ -16,13 +16,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < QF_HDR_LEN)
+    if (size < F16_HDR_LEN)
         return 0;
-    struct qf_hdr h;
+    struct f16_hdr h;
     if (qf_hdr_decode(data, &h) < 0)
         return 0;
-    const uint8_t *p = data + QF_HDR_LEN;
-    size_t n = size - QF_HDR_LEN;
+    const uint8_t *p = data + F16_HDR_LEN;
+    size_t n = size - F16_HDR_LEN;
     if (n > h.len)
         n = h.len;
     struct qf_result res;
@@ -63,10 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!qf_text_ok(out, k))
             abort();
     }
-    struct qf_reader r;
-    qf_reader_init(&r, p, n);
-    while (!r.bad && qf_get_bytes(&r, 3))
+    struct f16_reader r;
+    f16_reader_init(&r, p, n);
+    while (!r.bad && f16_get_bytes(&r, 3))
         ;
-    (void)qf_reader_finish(&r);
+    (void)f16_reader_finish(&r);
     return 0;
 }

@@ -148,9 +148,9 @@ static enum mon_rc read_exact(int fd, uint8_t *buf, size_t n, int64_t deadline)
 /* One frame permitted in state `st` (with or without a grant), echoing `seq`. *payload is
  * malloc'd (NULL when empty). */
 static enum mon_rc recv_frame(int fd, enum mon_state st, bool grant, struct mon_seen *seen, uint64_t seq,
-                              int64_t deadline, struct qf_hdr *h, uint8_t **payload)
+                              int64_t deadline, struct f16_hdr *h, uint8_t **payload)
 {
-    uint8_t hb[QF_HDR_LEN];
+    uint8_t hb[F16_HDR_LEN];
     *payload = NULL;
     enum mon_rc rc = read_exact(fd, hb, sizeof hb, deadline);
     if (rc != MON_OK)
@@ -177,8 +177,8 @@ static enum mon_rc recv_frame(int fd, enum mon_state st, bool grant, struct mon_
 static enum mon_rc send_frame3(int fd, uint16_t type, uint64_t seq, const void *a, size_t alen, const void *b,
                                size_t blen, const void *c, size_t clen, int64_t deadline)
 {
-    uint8_t hb[QF_HDR_LEN];
-    qf_hdr_encode(hb, &(struct qf_hdr){.len = (uint32_t)(alen + blen + clen), .type = type, .flags = 0, .seq = seq});
+    uint8_t hb[F16_HDR_LEN];
+    f16_hdr_encode(hb, &(struct f16_hdr){.len = (uint32_t)(alen + blen + clen), .type = type, .flags = 0, .seq = seq});
     struct iovec iov[4] = {{hb, sizeof hb}, {(void *)a, alen}, {(void *)b, blen}, {(void *)c, clen}};
     size_t idx = 0;
     while (idx < 4) {
@@ -239,7 +239,7 @@ static void describe_status(int st, char *buf, size_t len)
 /* READY, exactly once, and nothing behind it. */
 static enum mon_rc expect_ready(int fd, struct mon_seen *seen)
 {
-    struct qf_hdr h;
+    struct f16_hdr h;
     uint8_t *pl;
     enum mon_rc rc = recv_frame(fd, MON_SPAWNED, false, seen, 0, now_ms() + MON_READY_MS, &h, &pl);
     free(pl);
@@ -430,7 +430,7 @@ static int call_start(struct mon_run *run, const struct qf_host_call *hc, uint8_
 /* A HOST_CALL that mon_table let through (RUNNING, the run has a grant). Takes payload.
  * Re-checks what the table cannot see, in case the worker got corrupted: a grant, one call at
  * a time, the next call number, every field decoded and consumed exactly, text without NUL. */
-static enum mon_rc mon_answer_host_call(struct mon_run *run, const struct qf_hdr *h, uint8_t *payload)
+static enum mon_rc mon_answer_host_call(struct mon_run *run, const struct f16_hdr *h, uint8_t *payload)
 {
     struct qf_host_call hc;
     if (!run->api || run->call || !payload || qf_host_call_decode(payload, h->len, &hc) < 0 ||
@@ -466,7 +466,7 @@ static enum mon_rc mon_finish_call(struct mon_run *run)
 
 /* The RUNNING state: host calls (with a grant) until the one RESULT, whose payload is returned
  * in *result. */
-static enum mon_rc mon_running(struct mon_run *run, struct qf_hdr *h, uint8_t **result)
+static enum mon_rc mon_running(struct mon_run *run, struct f16_hdr *h, uint8_t **result)
 {
     *result = NULL;
     for (;;) {
@@ -545,7 +545,7 @@ static int check_request(size_t len, const char *client_js, const struct plm_hos
 /* RUN to RESULT on a READY worker: the frame out, then the RUNNING state. *pl is the RESULT's
  * payload on MON_OK. */
 static enum mon_rc exchange(struct mon_run *run, const char *code, size_t len, const char *client_js, size_t client_len,
-                            uint32_t timeout_ms, int64_t t0, struct qf_hdr *h, uint8_t **pl)
+                            uint32_t timeout_ms, int64_t t0, struct f16_hdr *h, uint8_t **pl)
 {
     uint8_t fixed[QF_RUN_FIXED];
     qf_run_encode_fixed(fixed, timeout_ms, client_js ? QF_RUN_GRANT : 0, (uint32_t)client_len);
@@ -561,7 +561,7 @@ static enum mon_rc exchange(struct mon_run *run, const char *code, size_t len, c
 }
 
 /* The RESULT's payload (taken, freed) into out. */
-static int take_result(const struct qf_hdr *h, uint8_t *pl, struct plm_js_result *out, struct plm_err *err)
+static int take_result(const struct f16_hdr *h, uint8_t *pl, struct plm_js_result *out, struct plm_err *err)
 {
     struct qf_result res;
     if (qf_result_decode(pl, h->len, &res) < 0) {
@@ -597,7 +597,7 @@ int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *cli
 
     struct mon_run run = {.fd = w.fd, .seen = &seen, .seq = next_seq(), .api = api};
     int64_t t0 = now_ms();
-    struct qf_hdr h;
+    struct f16_hdr h;
     uint8_t *pl = NULL;
     enum mon_rc rc = exchange(&run, code, len, client_js, client_len, timeout_ms, t0, &h, &pl);
     *duration_ms = now_ms() - t0;
@@ -636,7 +636,7 @@ int mon_play(int fd, const char *code, size_t len, const char *client_js, const 
         return plm_err_set(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
                            "quickjs worker %s before its request", rc == MON_VIOLATION ? "broke the protocol" : "failed");
     struct mon_run run = {.fd = fd, .seen = &seen, .seq = next_seq(), .api = api};
-    struct qf_hdr h;
+    struct f16_hdr h;
     uint8_t *pl = NULL;
     rc = exchange(&run, code, len, client_js, client_len, timeout_ms, now_ms(), &h, &pl);
     if (rc != MON_OK)
@@ -711,19 +711,19 @@ int mon_probe(struct qjs_pool *p, uint32_t probe, struct mon_probe_outcome *o, s
 
     uint64_t seq = next_seq();
     uint8_t id[4];
-    qf_put_u32(id, probe);
+    f16_put_u32(id, probe);
     int64_t deadline = now_ms() + 10000;
     enum mon_rc rc = send_frame(w.fd, QF_PROBE, seq, id, sizeof id, deadline);
-    struct qf_hdr h;
+    struct f16_hdr h;
     uint8_t *pl = NULL;
     if (rc == MON_OK)
         rc = recv_frame(w.fd, MON_PROBING, false, &seen, seq, deadline, &h, &pl);
     if (rc == MON_OK) {
-        struct qf_reader r;
-        qf_reader_init(&r, pl, h.len);
-        o->ret = qf_get_i64(&r);
-        o->err = (int)qf_get_u32(&r);
-        o->returned = qf_reader_finish(&r) == 0;
+        struct f16_reader r;
+        f16_reader_init(&r, pl, h.len);
+        o->ret = f16_get_i64(&r);
+        o->err = (int)f16_get_u32(&r);
+        o->returned = f16_reader_finish(&r) == 0;
     }
     free(pl);
     if (!o->returned) {
@@ -770,7 +770,7 @@ int mon_session_run(struct qjs_worker *w, const char *code, size_t len, uint32_t
     run.soft = t0 + timeout_ms;
     run.hard = run.soft + MON_GRACE_MS;
     enum mon_rc rc = send_frame3(w->fd, QF_RUN, run.seq, fixed, sizeof fixed, NULL, 0, code, len, run.hard);
-    struct qf_hdr h;
+    struct f16_hdr h;
     uint8_t *pl = NULL;
     if (rc == MON_OK)
         rc = mon_running(&run, &h, &pl);

@@ -181,11 +181,11 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
     cleanup_pid pid_t zyg = pid;
     close(take_fd(&theirs));
 
-    uint8_t buf[QF_HDR_LEN + 8];
-    struct qf_hdr h;
+    uint8_t buf[F16_HDR_LEN + 8];
+    struct f16_hdr h;
     ssize_t n = ctl_recv(mine, buf, sizeof buf, POOL_CTL_MS);
-    if (n < (ssize_t)QF_HDR_LEN || qf_hdr_decode(buf, &h) < 0 || h.type != QF_HELLO ||
-        (ssize_t)(QF_HDR_LEN + h.len) != n) {
+    if (n < (ssize_t)F16_HDR_LEN || qf_hdr_decode(buf, &h) < 0 || h.type != QF_HELLO ||
+        (ssize_t)(F16_HDR_LEN + h.len) != n) {
         int st = 0;
         kill(zyg, SIGKILL);
         waitpid(take_pid(&zyg), &st, 0);
@@ -193,10 +193,10 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
                            "zygote did not start (status %d, signal %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
                            WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     }
-    struct qf_reader r;
-    qf_reader_init(&r, buf + QF_HDR_LEN, h.len);
-    unsigned ns = qf_get_u32(&r);
-    if (qf_reader_finish(&r) < 0)
+    struct f16_reader r;
+    f16_reader_init(&r, buf + F16_HDR_LEN, h.len);
+    unsigned ns = f16_get_u32(&r);
+    if (f16_reader_finish(&r) < 0)
         return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "zygote HELLO malformed");
     p->zyg_pid = take_pid(&zyg);
     __atomic_store_n(&p->zyg_pid_pub, p->zyg_pid, __ATOMIC_RELEASE);
@@ -213,8 +213,8 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
 
 static int send_spawn(int zfd, uint64_t seq, int fd)
 {
-    uint8_t h[QF_HDR_LEN];
-    qf_hdr_encode(h, &(struct qf_hdr){.len = 0, .type = QF_SPAWN, .flags = 0, .seq = seq});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = 0, .type = QF_SPAWN, .flags = 0, .seq = seq});
     union {
         struct cmsghdr c;
         char space[CMSG_SPACE(sizeof(int))];
@@ -257,17 +257,17 @@ static int spawn_batch(struct qjs_pool *p, size_t n, struct qjs_worker *out, siz
         p->zyg_forks++;
     }
     for (size_t i = 0; i < sent; i++) {
-        uint8_t buf[QF_HDR_LEN + 8];
-        struct qf_hdr h;
+        uint8_t buf[F16_HDR_LEN + 8];
+        struct f16_hdr h;
         ssize_t k = rc < 0 ? 0 : ctl_recv(p->zyg_fd, buf, sizeof buf, POOL_CTL_MS);
-        struct qf_reader r;
+        struct f16_reader r;
         uint32_t pid = 0;
         if (k == (ssize_t)sizeof buf && qf_hdr_decode(buf, &h) == 0 && h.type == QF_SPAWNED &&
             h.seq == seqs[i]) {
-            qf_reader_init(&r, buf + QF_HDR_LEN, h.len);
-            pid = qf_get_u32(&r);
-            (void)qf_get_u32(&r); /* the zygote's errno, when pid is 0 */
-            if (qf_reader_finish(&r) < 0)
+            f16_reader_init(&r, buf + F16_HDR_LEN, h.len);
+            pid = f16_get_u32(&r);
+            (void)f16_get_u32(&r); /* the zygote's errno, when pid is 0 */
+            if (f16_reader_finish(&r) < 0)
                 pid = 0, rc = -1;
         } else {
             rc = -1; /* a silent or confused zygote is replaced */

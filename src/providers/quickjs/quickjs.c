@@ -22,6 +22,7 @@
 
 #include "../../core/cleanup.h"
 #include "../../core/limits.h"
+#include "../../core/provider_gate.h"
 #include "qjs_int.h"
 
 #ifndef QJS_WORKER_BUILD_PATH
@@ -98,22 +99,21 @@ static int qjs_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, con
 {
     struct qjs_state *s = st_of(p);
     enum plm_tier tier = qjs_tier(p);
-    /* The floor first: a floor above what we proved wins over every other answer. */
-    if (tier_check_floor(tier, ctx->floor, err) < 0)
+    /* The one entry gate (core/provider_gate.h): the floor first (a floor above what we proved
+     * wins over every other answer), then the grant: a named grant arrives as ctx->host_api (the
+     * daemon selected it and minted its credential); a name without one is a daemon bug and fails
+     * closed rather than run without the grant.
+     * The proof is no precondition here: a zygote that is up runs before (or without) its proof,
+     * and the result then says isolation `unknown` (qjs_tier), which any floor refuses. */
+    const struct plm_gate gate = {.tier = tier, .proven = true, .grants_ready = true};
+    if (plm_provider_gate(&gate, ctx, req, err) < 0)
         return -1;
     if (req->kind != PLM_KIND_JAVASCRIPT || !req->js.code)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "quickjs runs javascript snippets only");
-    /* A named grant arrives as ctx->host_api (the daemon selected it and minted its credential);
-     * a name without one is a daemon bug: fail closed rather than run without the grant. */
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "quickjs runs javascript snippets only");
     const struct plm_host_api *api = ctx->host_api;
-    if (req->js.grant_profile && req->js.grant_profile[0] && !api)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "grant_profile named but no host api capability was handed over; nothing ran");
-    if (api && (!api->client_js || !api->call))
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "incomplete host api capability; nothing ran");
     size_t len = strnlen(req->js.code, LIM_CODE_MAX + 1);
     if (len == 0 || len > LIM_CODE_MAX)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
     uint32_t timeout = ctx->timeout_ms ? ctx->timeout_ms : s->cfg.default_timeout_ms;
     if (timeout > s->cfg.max_timeout_ms)
         timeout = s->cfg.max_timeout_ms;

@@ -30,10 +30,10 @@ struct fake {
 /* Appends one frame to buf at *off (the caller sized buf). */
 static void put_frame(uint8_t *buf, size_t *off, uint16_t type, uint64_t seq, const void *pl, uint32_t len)
 {
-    qf_hdr_encode(buf + *off, &(struct qf_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
+    f16_hdr_encode(buf + *off, &(struct f16_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
     if (len)
-        memcpy(buf + *off + QF_HDR_LEN, pl, len);
-    *off += QF_HDR_LEN + len;
+        memcpy(buf + *off + F16_HDR_LEN, pl, len);
+    *off += F16_HDR_LEN + len;
 }
 
 /* A RESULT with exit 0 and stdout "ok\n". */
@@ -59,8 +59,8 @@ static void *fake_main(void *arg)
         put_frame(out, &n, QF_READY, 0, NULL, 0);
     if (write(f->fd, out, n) != (ssize_t)n)
         return NULL;
-    uint8_t hb[QF_HDR_LEN];
-    struct qf_hdr h;
+    uint8_t hb[F16_HDR_LEN];
+    struct f16_hdr h;
     if (plm_read_exact(f->fd, hb, sizeof hb) < 0 || qf_hdr_decode(hb, &h) < 0 || h.type != QF_RUN)
         return NULL;
     uint8_t *pl = malloc(h.len ? h.len : 1);

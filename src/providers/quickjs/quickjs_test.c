@@ -404,17 +404,17 @@ static void test_host_frames(void)
     qf_host_call_encode_fixed(buf, 2, 3, 0xffffffffu, 0xffffffffu);
     CHECK(qf_host_call_decode(buf, sizeof buf, &c) < 0); /* lengths that would wrap a sum */
 
-    uint8_t h[QF_HDR_LEN];
-    struct qf_hdr d;
-    qf_hdr_encode(h,
-                  &(struct qf_hdr){.len = QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX,
+    uint8_t h[F16_HDR_LEN];
+    struct f16_hdr d;
+    f16_hdr_encode(h,
+                  &(struct f16_hdr){.len = QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX,
                                    .type = QF_HOST_CALL});
     CHECK(qf_hdr_decode(h, &d) == 0);
-    qf_hdr_encode(
-        h, &(struct qf_hdr){.len = QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX + 1,
+    f16_hdr_encode(
+        h, &(struct f16_hdr){.len = QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX + 1,
                             .type = QF_HOST_CALL});
     CHECK(qf_hdr_decode(h, &d) < 0);
-    qf_hdr_encode(h, &(struct qf_hdr){.len = QF_HOST_REPLY_FIXED + QF_HOST_REPLY_MAX + 1, .type = QF_HOST_REPLY});
+    f16_hdr_encode(h, &(struct f16_hdr){.len = QF_HOST_REPLY_FIXED + QF_HOST_REPLY_MAX + 1, .type = QF_HOST_REPLY});
     CHECK(qf_hdr_decode(h, &d) < 0);
 
     struct qf_host_reply r;
@@ -464,19 +464,19 @@ static void test_host_frames(void)
 
 static void test_frames(void)
 {
-    uint8_t h[QF_HDR_LEN];
-    struct qf_hdr d;
-    qf_hdr_encode(h, &(struct qf_hdr){.len = 0, .type = QF_READY, .flags = 0, .seq = 7});
+    uint8_t h[F16_HDR_LEN];
+    struct f16_hdr d;
+    f16_hdr_encode(h, &(struct f16_hdr){.len = 0, .type = QF_READY, .flags = 0, .seq = 7});
     CHECK(qf_hdr_decode(h, &d) == 0 && d.type == QF_READY && d.seq == 7 && d.len == 0);
-    qf_hdr_encode(h, &(struct qf_hdr){.len = 1, .type = QF_READY, .flags = 0, .seq = 0});
+    f16_hdr_encode(h, &(struct f16_hdr){.len = 1, .type = QF_READY, .flags = 0, .seq = 0});
     CHECK(qf_hdr_decode(h, &d) < 0); /* READY is empty */
-    qf_hdr_encode(h, &(struct qf_hdr){.len = 0, .type = QF_READY, .flags = 1, .seq = 0});
+    f16_hdr_encode(h, &(struct f16_hdr){.len = 0, .type = QF_READY, .flags = 1, .seq = 0});
     CHECK(qf_hdr_decode(h, &d) < 0); /* reserved flags */
-    qf_hdr_encode(h, &(struct qf_hdr){.len = 16, .type = 99, .flags = 0, .seq = 0});
+    f16_hdr_encode(h, &(struct f16_hdr){.len = 16, .type = 99, .flags = 0, .seq = 0});
     CHECK(qf_hdr_decode(h, &d) < 0); /* unknown type */
-    qf_hdr_encode(h, &(struct qf_hdr){.len = QF_RESULT_FIXED + 2 * LIM_OUTPUT_MAX + 1, .type = QF_RESULT});
+    f16_hdr_encode(h, &(struct f16_hdr){.len = QF_RESULT_FIXED + 2 * LIM_OUTPUT_MAX + 1, .type = QF_RESULT});
     CHECK(qf_hdr_decode(h, &d) < 0); /* over the cap */
-    qf_hdr_encode(h, &(struct qf_hdr){.len = 0xffffffffu, .type = QF_RUN});
+    f16_hdr_encode(h, &(struct f16_hdr){.len = 0xffffffffu, .type = QF_RUN});
     CHECK(qf_hdr_decode(h, &d) < 0);
 
     uint8_t p[QF_RESULT_FIXED + 4];
@@ -513,9 +513,9 @@ static void test_frames(void)
     CHECK(qf_run_decode(run, QF_RUN_FIXED + 1, &rr) < 0); /* unknown run flag */
     qf_run_encode_fixed(run, 10, QF_RUN_SESSION, 0);
     CHECK(qf_run_decode(run, QF_RUN_FIXED + 1, &rr) == 0 && rr.flags == QF_RUN_SESSION); /* sessions */
-    qf_hdr_encode(h, &(struct qf_hdr){.len = QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX, .type = QF_RUN});
+    f16_hdr_encode(h, &(struct f16_hdr){.len = QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX, .type = QF_RUN});
     CHECK(qf_hdr_decode(h, &d) == 0);
-    qf_hdr_encode(h, &(struct qf_hdr){.len = QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX + 1, .type = QF_RUN});
+    f16_hdr_encode(h, &(struct f16_hdr){.len = QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX + 1, .type = QF_RUN});
     CHECK(qf_hdr_decode(h, &d) < 0);
     test_host_frames();
 }

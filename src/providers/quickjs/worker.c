@@ -19,7 +19,7 @@
 
 #include "../../core/limits.h"
 #include "frame.h"
-#include "jsrt.h"
+#include "../../jsrt/jsrt.h"
 #include "probe.h"
 #include "seccomp_table.h"
 
@@ -31,8 +31,8 @@ static struct jsrt *session_engine;
 
 static int send_frame(uint16_t type, uint64_t seq, const uint8_t *payload, uint32_t len)
 {
-    uint8_t h[QF_HDR_LEN];
-    qf_hdr_encode(h, &(struct qf_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
     if (plm_write_exact(WK_SOCK_FD, h, sizeof h) < 0)
         return -1;
     return len ? plm_write_exact(WK_SOCK_FD, payload, len) : 0;
@@ -43,18 +43,18 @@ static int send_frame(uint16_t type, uint64_t seq, const uint8_t *payload, uint3
 static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len, const uint8_t *path, size_t path_len,
                       const uint8_t *body, size_t body_len, struct jsrt_host_reply *out)
 {
-    /* Caps were checked by the caller (jsrt.c); the sum is at most qf_max_len(QF_HOST_CALL). */
+    /* Caps were checked by the caller (jsrt.c); the sum is at most HOST_CALL's cap (frame.c). */
     uint8_t fixed[QF_HOST_CALL_FIXED];
     qf_host_call_encode_fixed(fixed, call_no, (uint32_t)method_len, (uint32_t)path_len, (uint32_t)body_len);
     uint32_t len = (uint32_t)(QF_HOST_CALL_FIXED + method_len + path_len + body_len);
-    uint8_t h[QF_HDR_LEN];
-    qf_hdr_encode(h, &(struct qf_hdr){.len = len, .type = QF_HOST_CALL, .flags = 0, .seq = request_seq});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = len, .type = QF_HOST_CALL, .flags = 0, .seq = request_seq});
     if (plm_write_exact(WK_SOCK_FD, h, sizeof h) < 0 || plm_write_exact(WK_SOCK_FD, fixed, sizeof fixed) < 0 || plm_write_exact(WK_SOCK_FD, method, method_len) < 0 ||
         plm_write_exact(WK_SOCK_FD, path, path_len) < 0 || plm_write_exact(WK_SOCK_FD, body, body_len) < 0)
         _exit(WK_EXIT_IO);
 
-    struct qf_hdr rh;
-    uint8_t hb[QF_HDR_LEN];
+    struct f16_hdr rh;
+    uint8_t hb[F16_HDR_LEN];
     if (plm_read_exact(WK_SOCK_FD, hb, sizeof hb) < 0)
         _exit(WK_EXIT_IO);
     /* Fail closed: only the reply to this run, bounded by its cap before the allocation. */
@@ -88,8 +88,8 @@ __attribute__((noreturn)) static void finish_run(int32_t exit_code, bool timed_o
                               (err->truncated ? QF_RES_ERR_TRUNC : 0) | (session_run && !keep ? QF_RES_ENDED : 0));
     qf_result_encode_fixed(fixed, exit_code, flags, out->len, err->len);
     uint32_t len = QF_RESULT_FIXED + out->len + err->len; /* <= 16 + 2 * 64 KiB */
-    uint8_t h[QF_HDR_LEN];
-    qf_hdr_encode(h, &(struct qf_hdr){.len = len, .type = QF_RESULT, .flags = 0, .seq = request_seq});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = len, .type = QF_RESULT, .flags = 0, .seq = request_seq});
     if (plm_write_exact(WK_SOCK_FD, h, sizeof h) < 0 || plm_write_exact(WK_SOCK_FD, fixed, sizeof fixed) < 0 ||
         plm_write_exact(WK_SOCK_FD, out->data, out->len) < 0 || plm_write_exact(WK_SOCK_FD, err->data, err->len) < 0)
         _exit(WK_EXIT_IO);
@@ -123,8 +123,8 @@ void wk_worker_main(int sock, const struct wk_params *p)
         client_held = NULL;
         jsrt_next_run(rt);
     }
-    uint8_t hb[QF_HDR_LEN];
-    struct qf_hdr h;
+    uint8_t hb[F16_HDR_LEN];
+    struct f16_hdr h;
     if (plm_read_exact(WK_SOCK_FD, hb, sizeof hb) < 0)
         _exit(WK_EXIT_IO);
     /* Only RUN or PROBE may come now; qf_hdr_decode bounds len by the type's cap. */
@@ -139,16 +139,16 @@ void wk_worker_main(int sock, const struct wk_params *p)
     request_seq = h.seq;
 
     if (h.type == QF_PROBE) {
-        struct qf_reader r;
-        qf_reader_init(&r, payload, h.len);
-        uint32_t id = qf_get_u32(&r);
-        if (qf_reader_finish(&r) < 0 || id >= WK_PROBE_COUNT)
+        struct f16_reader r;
+        f16_reader_init(&r, payload, h.len);
+        uint32_t id = f16_get_u32(&r);
+        if (f16_reader_finish(&r) < 0 || id >= WK_PROBE_COUNT)
             _exit(WK_EXIT_PROTOCOL);
         int e = 0;
         int64_t ret = wk_probe_run(id, &e);
         uint8_t out[12];
-        qf_put_u64(out, (uint64_t)ret);
-        qf_put_u32(out + 8, (uint32_t)e);
+        f16_put_u64(out, (uint64_t)ret);
+        f16_put_u32(out + 8, (uint32_t)e);
         if (send_frame(QF_PROBE_RESULT, h.seq, out, sizeof out) < 0)
             _exit(WK_EXIT_IO);
         _exit(0);

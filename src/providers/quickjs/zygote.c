@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "frame.h"
-#include "jsrt.h"
+#include "../../jsrt/jsrt.h"
 #include "seccomp_table.h"
 #include "worker.h"
 
@@ -39,20 +39,20 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 
 static int send_ctl(uint16_t type, uint64_t seq, const uint8_t *payload, uint32_t len)
 {
-    uint8_t buf[QF_HDR_LEN + 8];
+    uint8_t buf[F16_HDR_LEN + 8];
     if (len > 8)
         return -1;
-    qf_hdr_encode(buf, &(struct qf_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
-    memcpy(buf + QF_HDR_LEN, payload, len);
-    ssize_t k = send(WK_SOCK_FD, buf, QF_HDR_LEN + len, MSG_NOSIGNAL);
-    return k == (ssize_t)(QF_HDR_LEN + len) ? 0 : -1;
+    f16_hdr_encode(buf, &(struct f16_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
+    memcpy(buf + F16_HDR_LEN, payload, len);
+    ssize_t k = send(WK_SOCK_FD, buf, F16_HDR_LEN + len, MSG_NOSIGNAL);
+    return k == (ssize_t)(F16_HDR_LEN + len) ? 0 : -1;
 }
 
 /* One SPAWN: exactly a 16-byte header of type SPAWN with an empty payload and exactly one
  * descriptor. Anything else ends the zygote (the monitor then starts a new one). */
 static int recv_spawn(uint64_t *seq, int *fd)
 {
-    uint8_t buf[QF_HDR_LEN + 1];
+    uint8_t buf[F16_HDR_LEN + 1];
     union {
         struct cmsghdr h;
         char space[CMSG_SPACE(sizeof(int) * 2)];
@@ -70,8 +70,8 @@ static int recv_spawn(uint64_t *seq, int *fd)
     if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
         c->cmsg_len == CMSG_LEN(sizeof(int)))
         memcpy(fd, CMSG_DATA(c), sizeof(int));
-    struct qf_hdr h;
-    if (n != QF_HDR_LEN || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || *fd < 0 ||
+    struct f16_hdr h;
+    if (n != F16_HDR_LEN || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || *fd < 0 ||
         qf_hdr_decode(buf, &h) < 0 || h.type != QF_SPAWN)
         return -1;
     *seq = h.seq;
@@ -122,7 +122,7 @@ int main(int argc, char **argv)
      * zero-fill. */
     malloc_trim(0);
     uint8_t hello[4];
-    qf_put_u32(hello, ns);
+    f16_put_u32(hello, ns);
     if (send_ctl(QF_HELLO, 0, hello, sizeof hello) < 0)
         return WK_EXIT_IO;
 
@@ -142,8 +142,8 @@ int main(int argc, char **argv)
         int e = pid < 0 ? errno : 0;
         close(fd);
         uint8_t rep[8];
-        qf_put_u32(rep, pid < 0 ? 0 : (uint32_t)pid);
-        qf_put_u32(rep + 4, (uint32_t)e);
+        f16_put_u32(rep, pid < 0 ? 0 : (uint32_t)pid);
+        f16_put_u32(rep + 4, (uint32_t)e);
         if (send_ctl(QF_SPAWNED, seq, rep, sizeof rep) < 0)
             return WK_EXIT_IO;
     }

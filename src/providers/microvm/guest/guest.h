@@ -3,7 +3,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "../../quickjs/jsrt.h"
+#include "../../../jsrt/jsrt.h"
 
 #define GS_RUN_UID 65534 /* every process of the guest's code runs as this uid */
 

@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "../../../core/exact_io.h"
-#include "../../quickjs/jsrt.h"
-#include "../chan.h"
+#include "../../../jsrt/jsrt.h"
+#include "../../../guestio/vmchan.h"
 #include "guest.h"
 
 #define GUEST_JS_STACK (8u * 1024 * 1024)
@@ -50,8 +50,8 @@ int gs_port(void)
 
 int gs_send(uint16_t type, uint64_t seq, const void *payload, uint32_t len)
 {
-    uint8_t h[MVC_HDR_LEN];
-    mvc_hdr_encode(h, &(struct mvc_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = len, .type = type, .flags = 0, .seq = seq});
     if (plm_write_exact(port, h, sizeof h) < 0)
         return -1;
     return len ? plm_write_exact(port, payload, len) : 0;
@@ -76,8 +76,8 @@ __attribute__((noreturn)) static void finish_run(int32_t exit_code, bool timed_o
                               (err->truncated ? QF_RES_ERR_TRUNC : 0));
     qf_result_encode_fixed(fixed, exit_code, flags, out->len, err->len);
     uint32_t len = QF_RESULT_FIXED + out->len + err->len;
-    uint8_t h[MVC_HDR_LEN];
-    mvc_hdr_encode(h, &(struct mvc_hdr){.len = len, .type = MVC_RESULT, .flags = 0, .seq = request_seq});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = len, .type = MVC_RESULT, .flags = 0, .seq = request_seq});
     if (plm_write_exact(port, h, sizeof h) < 0 || plm_write_exact(port, fixed, sizeof fixed) < 0 || plm_write_exact(port, out->data, out->len) < 0 ||
         plm_write_exact(port, err->data, err->len) < 0)
         _exit(GS_EXIT_IO);
@@ -91,13 +91,13 @@ static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len
     uint8_t fixed[QF_HOST_CALL_FIXED];
     qf_host_call_encode_fixed(fixed, call_no, (uint32_t)method_len, (uint32_t)path_len, (uint32_t)body_len);
     uint32_t len = (uint32_t)(QF_HOST_CALL_FIXED + method_len + path_len + body_len);
-    uint8_t h[MVC_HDR_LEN];
-    mvc_hdr_encode(h, &(struct mvc_hdr){.len = len, .type = MVC_HOST_CALL, .flags = 0, .seq = request_seq});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = len, .type = MVC_HOST_CALL, .flags = 0, .seq = request_seq});
     if (plm_write_exact(port, h, sizeof h) < 0 || plm_write_exact(port, fixed, sizeof fixed) < 0 || plm_write_exact(port, method, method_len) < 0 ||
         plm_write_exact(port, path, path_len) < 0 || plm_write_exact(port, body, body_len) < 0)
         _exit(GS_EXIT_IO);
-    uint8_t hb[MVC_HDR_LEN];
-    struct mvc_hdr rh;
+    uint8_t hb[F16_HDR_LEN];
+    struct f16_hdr rh;
     if (plm_read_exact(port, hb, sizeof hb) < 0)
         _exit(GS_EXIT_IO);
     if (mvc_hdr_decode(hb, &rh) < 0 || rh.type != MVC_HOST_REPLY || rh.seq != request_seq)
@@ -166,7 +166,7 @@ void gs_serve_run(struct jsrt *engine, uint64_t seed, uint64_t seq, uint16_t typ
     }
     if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
         uint8_t b[4];
-        qf_put_u32(b, (uint32_t)status);
+        f16_put_u32(b, (uint32_t)status);
         gs_send(MVC_DIED, request_seq, b, sizeof b);
     }
 }
@@ -313,8 +313,8 @@ int main(void)
     uint64_t seed = 0;
     bool seeded = false;
     for (;;) {
-        uint8_t hb[MVC_HDR_LEN];
-        struct mvc_hdr h;
+        uint8_t hb[F16_HDR_LEN];
+        struct f16_hdr h;
         if (plm_read_exact(port, hb, sizeof hb) < 0 || mvc_hdr_decode(hb, &h) < 0 || h.type >= MVC_READY)
             gs_idle_forever();
         uint8_t *payload = malloc((size_t)h.len + 1);

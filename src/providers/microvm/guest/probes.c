@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../chan.h"
+#include "../../../guestio/vmchan.h"
 #include "guest.h"
 
 #define PROBE_UID 65534

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../chan.h"
+#include "../../../guestio/vmchan.h"
 #include "guest.h"
 
 static size_t out_budget = MVC_STEPS_OUT_BUDGET; /* all steps' output together */
@@ -46,7 +46,7 @@ static int put(struct buf *b, const void *p, size_t n)
 static int put_u32(struct buf *b, uint32_t v)
 {
     uint8_t x[4];
-    qf_put_u32(x, v);
+    f16_put_u32(x, v);
     return put(b, x, 4);
 }
 
@@ -190,23 +190,23 @@ static void run_step(const char *cmd, int64_t deadline, struct step_out *so)
     so->ms = (uint32_t)(now_ms() - t0);
 }
 
-static const uint8_t *take(struct qf_reader *r, uint32_t *n)
+static const uint8_t *take(struct f16_reader *r, uint32_t *n)
 {
-    *n = qf_get_u32(r);
-    return qf_get_bytes(r, *n);
+    *n = f16_get_u32(r);
+    return f16_get_bytes(r, *n);
 }
 
 __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32_t len)
 {
-    struct qf_reader r;
-    qf_reader_init(&r, p, len);
-    uint32_t timeout_ms = qf_get_u32(&r);
+    struct f16_reader r;
+    f16_reader_init(&r, p, len);
+    uint32_t timeout_ms = f16_get_u32(&r);
     int64_t deadline = now_ms() + timeout_ms;
     char error[MVC_PATH_MAX + 64] = "";
     struct buf steps = {0}, arts = {0};
     uint32_t n_steps_run = 0;
 
-    uint32_t n_files = qf_get_u32(&r);
+    uint32_t n_files = f16_get_u32(&r);
     for (uint32_t i = 0; i < n_files && !r.bad && n_files <= MVC_FILES_MAX; i++) {
         uint32_t pl, cl;
         const uint8_t *path = take(&r, &pl), *content = take(&r, &cl);
@@ -223,24 +223,24 @@ __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32
         if (write_file(full, content, cl) < 0)
             snprintf(error, sizeof error, "could not write %.*s: %s", (int)pl, (const char *)path, strerror(errno));
     }
-    uint32_t n_steps = qf_get_u32(&r);
+    uint32_t n_steps = f16_get_u32(&r);
     const uint8_t *step_at = r.p + r.off;
     for (uint32_t i = 0; i < n_steps && !r.bad && n_steps <= MVC_STEPS_MAX; i++) {
         uint32_t n;
         take(&r, &n);
     }
-    uint32_t n_arts = qf_get_u32(&r);
+    uint32_t n_arts = f16_get_u32(&r);
     const uint8_t *art_at = r.p + r.off;
     for (uint32_t i = 0; i < n_arts && !r.bad && n_arts <= MVC_ARTIFACTS_MAX; i++) {
         uint32_t n;
         take(&r, &n);
     }
-    if (qf_reader_finish(&r) < 0 || n_files > MVC_FILES_MAX || n_steps > MVC_STEPS_MAX || n_arts > MVC_ARTIFACTS_MAX)
+    if (f16_reader_finish(&r) < 0 || n_files > MVC_FILES_MAX || n_steps > MVC_STEPS_MAX || n_arts > MVC_ARTIFACTS_MAX)
         _exit(GS_EXIT_PROTOCOL);
 
     if (!error[0]) {
-        struct qf_reader sr;
-        qf_reader_init(&sr, step_at, (size_t)(p + len - step_at));
+        struct f16_reader sr;
+        f16_reader_init(&sr, step_at, (size_t)(p + len - step_at));
         for (uint32_t i = 0; i < n_steps; i++) {
             uint32_t n;
             const uint8_t *c = take(&sr, &n);
@@ -253,12 +253,12 @@ __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32
             run_step(cmd, deadline, &so);
             free(cmd);
             uint8_t fixed[MVC_STEP_FIXED];
-            qf_put_u32(fixed, (uint32_t)so.exit_code);
+            f16_put_u32(fixed, (uint32_t)so.exit_code);
             fixed[4] = (uint8_t)((so.timed_out ? 1 : 0) | (so.out_trunc ? 2 : 0) | (so.err_trunc ? 4 : 0));
             fixed[5] = fixed[6] = fixed[7] = 0;
-            qf_put_u32(fixed + 8, so.ms);
-            qf_put_u32(fixed + 12, (uint32_t)so.out.len);
-            qf_put_u32(fixed + 16, (uint32_t)so.err.len);
+            f16_put_u32(fixed + 8, so.ms);
+            f16_put_u32(fixed + 12, (uint32_t)so.out.len);
+            f16_put_u32(fixed + 16, (uint32_t)so.err.len);
             if (put(&steps, fixed, sizeof fixed) < 0 || put(&steps, so.out.p, so.out.len) < 0 ||
                 put(&steps, so.err.p, so.err.len) < 0)
                 _exit(GS_EXIT_MEMORY);
@@ -272,8 +272,8 @@ __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32
     /* Artifacts, even after a failed step: regular files under /work, at most 8 MiB in all. */
     uint32_t n_kept = 0, total = 0;
     bool arts_trunc = false;
-    struct qf_reader ar;
-    qf_reader_init(&ar, art_at, (size_t)(p + len - art_at));
+    struct f16_reader ar;
+    f16_reader_init(&ar, art_at, (size_t)(p + len - art_at));
     for (uint32_t i = 0; i < n_arts && !arts_trunc; i++) {
         uint32_t n;
         const uint8_t *path = take(&ar, &n);

@@ -26,8 +26,8 @@
 
 #include "../../../core/exact_io.h"
 #include "../../../core/limits.h"
-#include "../../quickjs/jsrt.h"
-#include "../chan.h"
+#include "../../../jsrt/jsrt.h"
+#include "../../../guestio/vmchan.h"
 #include "guest.h"
 #include "pykernel_py.h"
 

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../core/limits.h"
-#include "frame.h"
+#include "../core/limits.h"
+#include "../core/runframe.h"
 #include "prelude.h"
 #include <quickjs.h> /* the engine (angle brackets: not our provider header) */
 

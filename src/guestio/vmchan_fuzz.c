@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/limits.h"
-#include "chan.h"
+#include "../core/limits.h"
+#include "vmchan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
-        if (used < MVC_HDR_LEN || used > size - off || used - MVC_HDR_LEN != f.hdr.len ||
+        if (used < F16_HDR_LEN || used > size - off || used - F16_HDR_LEN != f.hdr.len ||
             f.hdr.len > mvc_max_len(f.hdr.type) || f.hdr.type < MVC_READY || f.hdr.flags != 0)
             abort();
         uint8_t *enc = malloc(used);

@@ -1,84 +1,42 @@
-/* chan.c: encoding and decoding of host <-> guest frames (chan.h).
+/* vmchan.c: encoding and decoding of host <-> guest frames (vmchan.h).
  * Trusts: nothing. The host decodes what a guest wrote, and the guest kernel runs the code of
  * whoever sent the snippet: every field is range-checked before anyone uses it.
  * Invariant: a frame is accepted only when its payload decoder consumed exactly len bytes, and
  * every length is compared with its cap before the caller allocates or waits for more. */
-#include "chan.h"
+#include "vmchan.h"
 
 #include <string.h>
 
-#include "../../core/limits.h"
+#include "../core/limits.h"
+
+/* Bounds per type, both directions (the guest decodes the host's with the same table). */
+static const struct f16_type mvc_types[] = {
+    {MVC_SEED, MVC_SEED_LEN, MVC_SEED_LEN},
+    {MVC_RUN, QF_RUN_FIXED + 1, QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX},
+    {MVC_HOST_REPLY, QF_HOST_REPLY_FIXED, QF_HOST_REPLY_FIXED + QF_HOST_REPLY_MAX},
+    {MVC_PROBE, 0, 0},
+    {MVC_PROJECT, 16, MVC_PROJECT_MAX},
+    {MVC_SESSION, MVC_SESSION_LEN, MVC_SESSION_LEN},
+    {MVC_CELL, MVC_CELL_FIXED + 1, MVC_CELL_FIXED + LIM_CODE_MAX},
+    {MVC_READY, 0, MVC_READY_MAX},
+    {MVC_RESULT, QF_RESULT_FIXED, QF_RESULT_FIXED + 2 * LIM_OUTPUT_MAX},
+    {MVC_PROBE_RESULT, 0, MVC_PROBE_RESULT_MAX},
+    {MVC_HOST_CALL, QF_HOST_CALL_FIXED + 2, QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX},
+    {MVC_DIED, 4, 4},
+    {MVC_SEEDED, 0, 0},
+    {MVC_PROJECT_RESULT, 12, MVC_PROJECT_RESULT_MAX},
+    {MVC_SESSION_READY, 0, 0},
+};
+#define MVC_TYPES (sizeof mvc_types / sizeof mvc_types[0])
 
 uint32_t mvc_max_len(uint16_t type)
 {
-    switch (type) {
-    case MVC_SEED: return MVC_SEED_LEN;
-    case MVC_RUN: return QF_RUN_FIXED + QF_CLIENT_MAX + LIM_CODE_MAX;
-    case MVC_HOST_REPLY: return QF_HOST_REPLY_FIXED + QF_HOST_REPLY_MAX;
-    case MVC_PROBE: return 0;
-    case MVC_SESSION: return MVC_SESSION_LEN;
-    case MVC_CELL: return MVC_CELL_FIXED + LIM_CODE_MAX;
-    case MVC_SESSION_READY: return 0;
-    case MVC_READY: return MVC_READY_MAX;
-    case MVC_RESULT: return QF_RESULT_FIXED + 2 * LIM_OUTPUT_MAX;
-    case MVC_PROBE_RESULT: return MVC_PROBE_RESULT_MAX;
-    case MVC_HOST_CALL: return QF_HOST_CALL_FIXED + QF_HOST_METHOD_MAX + QF_HOST_PATH_MAX + QF_HOST_BODY_MAX;
-    case MVC_DIED: return 4;
-    case MVC_SEEDED: return 0;
-    case MVC_PROJECT: return MVC_PROJECT_MAX;
-    case MVC_PROJECT_RESULT: return MVC_PROJECT_RESULT_MAX;
-    }
-    return 0;
+    return f16_max_len(mvc_types, MVC_TYPES, type);
 }
 
-static uint32_t min_len(uint16_t type)
+int mvc_hdr_decode(const uint8_t in[F16_HDR_LEN], struct f16_hdr *h)
 {
-    switch (type) {
-    case MVC_SEED: return MVC_SEED_LEN;
-    case MVC_RUN: return QF_RUN_FIXED + 1;
-    case MVC_HOST_REPLY: return QF_HOST_REPLY_FIXED;
-    case MVC_RESULT: return QF_RESULT_FIXED;
-    case MVC_HOST_CALL: return QF_HOST_CALL_FIXED + 2;
-    case MVC_DIED: return 4;
-    case MVC_PROJECT: return 16;
-    case MVC_PROJECT_RESULT: return 12;
-    case MVC_SESSION: return MVC_SESSION_LEN;
-    case MVC_CELL: return MVC_CELL_FIXED + 1;
-    }
-    return 0;
-}
-
-static bool known(uint16_t t)
-{
-    return (t >= MVC_SEED && t <= MVC_CELL) || (t >= MVC_READY && t <= MVC_SESSION_READY);
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-void mvc_hdr_encode(uint8_t out[MVC_HDR_LEN], const struct mvc_hdr *h)
-{
-    qf_put_u32(out, h->len);
-    out[4] = (uint8_t)(h->type >> 8);
-    out[5] = (uint8_t)h->type;
-    out[6] = (uint8_t)(h->flags >> 8);
-    out[7] = (uint8_t)h->flags;
-    qf_put_u64(out + 8, h->seq);
-}
-
-int mvc_hdr_decode(const uint8_t in[MVC_HDR_LEN], struct mvc_hdr *h)
-{
-    h->len = be32(in);
-    h->type = (uint16_t)(in[4] << 8 | in[5]);
-    h->flags = (uint16_t)(in[6] << 8 | in[7]);
-    h->seq = (uint64_t)be32(in + 8) << 32 | be32(in + 12);
-    if (!known(h->type) || h->flags != 0)
-        return -1;
-    if (h->len > mvc_max_len(h->type) || h->len < min_len(h->type))
-        return -1;
-    return 0;
+    return f16_hdr_decode(in, mvc_types, MVC_TYPES, h);
 }
 
 bool mvc_text_ok(const uint8_t *p, size_t len)
@@ -89,32 +47,32 @@ bool mvc_text_ok(const uint8_t *p, size_t len)
     return true;
 }
 
-static int read_step(struct qf_reader *r, struct mvc_step *s)
+static int read_step(struct f16_reader *r, struct mvc_step *s)
 {
-    s->exit_code = qf_get_i32(r);
-    uint8_t flags = qf_get_u8(r);
-    uint8_t z0 = qf_get_u8(r), z1 = qf_get_u8(r), z2 = qf_get_u8(r);
-    s->ms = qf_get_u32(r);
-    s->out_len = qf_get_u32(r);
-    s->err_len = qf_get_u32(r);
+    s->exit_code = f16_get_i32(r);
+    uint8_t flags = f16_get_u8(r);
+    uint8_t z0 = f16_get_u8(r), z1 = f16_get_u8(r), z2 = f16_get_u8(r);
+    s->ms = f16_get_u32(r);
+    s->out_len = f16_get_u32(r);
+    s->err_len = f16_get_u32(r);
     if (r->bad || (flags & ~7u) || z0 || z1 || z2 || s->out_len > MVC_STEP_OUT_MAX || s->err_len > MVC_STEP_OUT_MAX)
         return -1;
     s->timed_out = flags & 1;
     s->out_truncated = flags & 2;
     s->err_truncated = flags & 4;
-    s->out = qf_get_bytes(r, s->out_len);
-    s->err = qf_get_bytes(r, s->err_len);
+    s->out = f16_get_bytes(r, s->out_len);
+    s->err = f16_get_bytes(r, s->err_len);
     return r->bad ? -1 : 0;
 }
 
-static int read_artifact(struct qf_reader *r, struct mvc_artifact *a)
+static int read_artifact(struct f16_reader *r, struct mvc_artifact *a)
 {
-    a->path_len = qf_get_u32(r);
-    a->len = qf_get_u32(r);
+    a->path_len = f16_get_u32(r);
+    a->len = f16_get_u32(r);
     if (r->bad || a->path_len == 0 || a->path_len > MVC_PATH_MAX || a->len > MVC_ARTIFACTS_TOTAL_MAX)
         return -1;
-    a->path = qf_get_bytes(r, a->path_len);
-    a->content = qf_get_bytes(r, a->len);
+    a->path = f16_get_bytes(r, a->path_len);
+    a->content = f16_get_bytes(r, a->len);
     if (r->bad || !qf_text_ok(a->path, a->path_len))
         return -1;
     return 0;
@@ -123,9 +81,9 @@ static int read_artifact(struct qf_reader *r, struct mvc_artifact *a)
 /* Every length and count of a PROJECT_RESULT, before anyone copies a byte of it. */
 static int project_result_check(const uint8_t *p, size_t len, struct mvc_frame *out)
 {
-    struct qf_reader r;
-    qf_reader_init(&r, p, len);
-    uint32_t n_steps = qf_get_u32(&r);
+    struct f16_reader r;
+    f16_reader_init(&r, p, len);
+    uint32_t n_steps = f16_get_u32(&r);
     if (r.bad || n_steps > MVC_STEPS_MAX)
         return -1;
     uint64_t out_total = 0;
@@ -135,7 +93,7 @@ static int project_result_check(const uint8_t *p, size_t len, struct mvc_frame *
             return -1;
         out_total += (uint64_t)s.out_len + s.err_len;
     }
-    uint32_t trunc = qf_get_u32(&r), n_art = qf_get_u32(&r);
+    uint32_t trunc = f16_get_u32(&r), n_art = f16_get_u32(&r);
     if (r.bad || trunc > 1 || n_art > MVC_ARTIFACTS_MAX || out_total > MVC_STEPS_OUT_BUDGET)
         return -1;
     uint64_t art_total = 0;
@@ -145,11 +103,11 @@ static int project_result_check(const uint8_t *p, size_t len, struct mvc_frame *
             return -1;
         art_total += a.len;
     }
-    uint32_t elen = qf_get_u32(&r);
+    uint32_t elen = f16_get_u32(&r);
     if (r.bad || elen > MVC_ERROR_MAX || art_total > MVC_ARTIFACTS_TOTAL_MAX)
         return -1;
-    const uint8_t *e = qf_get_bytes(&r, elen);
-    if (qf_reader_finish(&r) < 0 || !qf_text_ok(e, elen))
+    const uint8_t *e = f16_get_bytes(&r, elen);
+    if (f16_reader_finish(&r) < 0 || !qf_text_ok(e, elen))
         return -1;
     out->u.project.p = p;
     out->u.project.len = (uint32_t)len;
@@ -163,13 +121,13 @@ static int project_result_check(const uint8_t *p, size_t len, struct mvc_frame *
 
 void mvc_project_walk_init(struct mvc_project_walk *w, const struct mvc_frame *f)
 {
-    qf_reader_init(&w->r, f->u.project.p, f->u.project.len);
-    (void)qf_get_u32(&w->r);
+    f16_reader_init(&w->r, f->u.project.p, f->u.project.len);
+    (void)f16_get_u32(&w->r);
     w->steps_left = f->u.project.n_steps;
     w->artifacts_left = f->u.project.n_artifacts;
     if (w->steps_left == 0) {
-        (void)qf_get_u32(&w->r); /* artifacts_truncated */
-        (void)qf_get_u32(&w->r); /* n_artifacts */
+        (void)f16_get_u32(&w->r); /* artifacts_truncated */
+        (void)f16_get_u32(&w->r); /* n_artifacts */
     }
 }
 
@@ -181,8 +139,8 @@ int mvc_project_next_step(struct mvc_project_walk *w, struct mvc_step *s)
     if (read_step(&w->r, s) < 0)
         return 0;
     if (w->steps_left == 0) {
-        (void)qf_get_u32(&w->r); /* artifacts_truncated, n_artifacts: known from the check */
-        (void)qf_get_u32(&w->r);
+        (void)f16_get_u32(&w->r); /* artifacts_truncated, n_artifacts: known from the check */
+        (void)f16_get_u32(&w->r);
     }
     return 1;
 }
@@ -197,14 +155,14 @@ int mvc_project_next_artifact(struct mvc_project_walk *w, struct mvc_artifact *a
 
 enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct mvc_frame *out, size_t *used)
 {
-    if (len < MVC_HDR_LEN)
+    if (len < F16_HDR_LEN)
         return MVC_NEED_MORE;
-    struct mvc_hdr h;
+    struct f16_hdr h;
     if (mvc_hdr_decode(buf, &h) < 0 || h.type < MVC_READY)
         return MVC_BAD; /* unknown, reserved flags, out of bounds, or a host->guest type */
-    if (len - MVC_HDR_LEN < h.len)
+    if (len - F16_HDR_LEN < h.len)
         return MVC_NEED_MORE;
-    const uint8_t *p = buf + MVC_HDR_LEN;
+    const uint8_t *p = buf + F16_HDR_LEN;
     memset(out, 0, sizeof *out);
     out->hdr = h;
     switch (h.type) {
@@ -224,7 +182,7 @@ enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct m
             return MVC_BAD;
         break;
     case MVC_DIED:
-        out->u.died_status = (int32_t)be32(p);
+        out->u.died_status = (int32_t)f16_be32(p);
         break;
     case MVC_SEEDED:
     case MVC_SESSION_READY:
@@ -236,7 +194,7 @@ enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct m
     default:
         return MVC_BAD;
     }
-    *used = MVC_HDR_LEN + h.len;
+    *used = F16_HDR_LEN + h.len;
     return MVC_FRAME;
 }
 
@@ -251,7 +209,7 @@ static uint8_t *put_bytes(uint8_t *o, const void *p, size_t n)
 
 static uint8_t *put_u32(uint8_t *o, uint32_t v)
 {
-    qf_put_u32(o, v);
+    f16_put_u32(o, v);
     return o + 4;
 }
 
@@ -287,11 +245,11 @@ static uint8_t *encode_project(uint8_t *o, const struct mvc_frame *f)
 
 size_t mvc_canon_encode(uint8_t *out, size_t cap, const struct mvc_frame *f)
 {
-    size_t n = MVC_HDR_LEN + (size_t)f->hdr.len;
+    size_t n = F16_HDR_LEN + (size_t)f->hdr.len;
     if (f->hdr.type < MVC_READY || f->hdr.len > mvc_max_len(f->hdr.type) || n > cap)
         return 0;
-    mvc_hdr_encode(out, &(struct mvc_hdr){.len = f->hdr.len, .type = f->hdr.type, .seq = f->hdr.seq});
-    uint8_t *o = out + MVC_HDR_LEN, *end;
+    f16_hdr_encode(out, &(struct f16_hdr){.len = f->hdr.len, .type = f->hdr.type, .seq = f->hdr.seq});
+    uint8_t *o = out + F16_HDR_LEN, *end;
     switch (f->hdr.type) {
     case MVC_READY:
     case MVC_PROBE_RESULT: end = put_bytes(o, f->u.text.p, f->u.text.len); break;
@@ -321,7 +279,7 @@ size_t mvc_canon_encode(uint8_t *out, size_t cap, const struct mvc_frame *f)
 int mvc_canon_decode(const uint8_t *p, size_t len, struct mvc_frame *out)
 {
     size_t used = 0;
-    if (len < MVC_HDR_LEN || len > MVC_CANON_MAX)
+    if (len < F16_HDR_LEN || len > MVC_CANON_MAX)
         return -1;
     /* One complete frame, nothing before or after it: no stream, no partial frame. */
     return mvc_decode_guest(p, len, out, &used) == MVC_FRAME && used == len ? 0 : -1;

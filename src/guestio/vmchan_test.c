@@ -5,16 +5,16 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../../tests/unit.h"
-#include "chan.h"
-#include "../../core/limits.h"
+#include "../../tests/unit.h"
+#include "vmchan.h"
+#include "../core/limits.h"
 
 static size_t frame(uint8_t *buf, uint16_t type, uint16_t flags, uint64_t seq, const void *p, uint32_t len)
 {
-    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = len, .type = type, .flags = flags, .seq = seq});
+    f16_hdr_encode(buf, &(struct f16_hdr){.len = len, .type = type, .flags = flags, .seq = seq});
     if (len)
-        memcpy(buf + MVC_HDR_LEN, p, len);
-    return MVC_HDR_LEN + len;
+        memcpy(buf + F16_HDR_LEN, p, len);
+    return F16_HDR_LEN + len;
 }
 
 /* Decoded, re-encoded (the helper), decoded again (the daemon): the same bytes, the same frame. */
@@ -77,15 +77,15 @@ int main(void)
     /* Hostile headers: a host->guest type, an unknown type, reserved flags, a length over the
      * type's cap (refused from the header alone, before any payload is waited for). */
     n = frame(buf, MVC_RUN, 0, 1, "x", 1);
-    CHECK(mvc_decode_guest(buf, MVC_HDR_LEN, &f, &used) == MVC_BAD);
+    CHECK(mvc_decode_guest(buf, F16_HDR_LEN, &f, &used) == MVC_BAD);
     n = frame(buf, 99, 0, 1, NULL, 0);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
     n = frame(buf, MVC_SEEDED, 1, 1, NULL, 0);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
-    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = 0xffffffffu, .type = MVC_RESULT, .seq = 1});
-    CHECK(mvc_decode_guest(buf, MVC_HDR_LEN, &f, &used) == MVC_BAD);
-    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = MVC_READY_MAX + 1, .type = MVC_READY, .seq = 1});
-    CHECK(mvc_decode_guest(buf, MVC_HDR_LEN, &f, &used) == MVC_BAD);
+    f16_hdr_encode(buf, &(struct f16_hdr){.len = 0xffffffffu, .type = MVC_RESULT, .seq = 1});
+    CHECK(mvc_decode_guest(buf, F16_HDR_LEN, &f, &used) == MVC_BAD);
+    f16_hdr_encode(buf, &(struct f16_hdr){.len = MVC_READY_MAX + 1, .type = MVC_READY, .seq = 1});
+    CHECK(mvc_decode_guest(buf, F16_HDR_LEN, &f, &used) == MVC_BAD);
     /* A RESULT whose inner lengths disagree with the frame's. */
     uint8_t pl[64];
     qf_result_encode_fixed(pl, 0, 0, 40, 0);
@@ -106,12 +106,12 @@ int main(void)
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
     n = frame(buf, MVC_SESSION, 0, 1, "\0\0\0\1\0\0\0\1", 8);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
-    struct mvc_hdr sh;
-    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = MVC_CELL_FIXED, .type = MVC_CELL, .seq = 1});
+    struct f16_hdr sh;
+    f16_hdr_encode(buf, &(struct f16_hdr){.len = MVC_CELL_FIXED, .type = MVC_CELL, .seq = 1});
     CHECK(mvc_hdr_decode(buf, &sh) < 0); /* a cell without code */
-    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = MVC_CELL_FIXED + LIM_CODE_MAX + 1, .type = MVC_CELL, .seq = 1});
+    f16_hdr_encode(buf, &(struct f16_hdr){.len = MVC_CELL_FIXED + LIM_CODE_MAX + 1, .type = MVC_CELL, .seq = 1});
     CHECK(mvc_hdr_decode(buf, &sh) < 0);
-    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = MVC_SESSION_LEN, .type = MVC_SESSION, .seq = 1});
+    f16_hdr_encode(buf, &(struct f16_hdr){.len = MVC_SESSION_LEN, .type = MVC_SESSION, .seq = 1});
     CHECK(mvc_hdr_decode(buf, &sh) == 0);
 
     /* DIED carries exactly 4 bytes. */
@@ -130,7 +130,7 @@ int main(void)
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.host_call.call_no == 1);
     CHECK(canon_round_trip(buf, n));
     /* the daemon refuses what the guest decoder refuses, and host->guest types */
-    memcpy(buf + MVC_HDR_LEN + QF_HOST_CALL_FIXED + 3, "/\0", 2);
+    memcpy(buf + F16_HDR_LEN + QF_HOST_CALL_FIXED + 3, "/\0", 2);
     CHECK(mvc_canon_decode(buf, n, &f) < 0);
     n = frame(buf, MVC_RUN, 0, 1, pl, QF_RUN_FIXED + 1);
     CHECK(mvc_canon_decode(buf, n, &f) < 0);
@@ -138,7 +138,7 @@ int main(void)
     /* PROJECT_RESULT: one step, one artifact, no error; then lengths that disagree. */
     uint8_t pr[256];
     size_t k = 0;
-#define U32(v) (qf_put_u32(pr + k, (v)), k += 4)
+#define U32(v) (f16_put_u32(pr + k, (v)), k += 4)
     U32(1);
     U32(0); /* exit 0 */
     pr[k++] = 2; pr[k++] = 0; pr[k++] = 0; pr[k++] = 0; /* stdout cut */
@@ -167,13 +167,13 @@ int main(void)
     pr[4 + 4] = 2;
     n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k - 1); /* one byte short */
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
-    qf_put_u32(pr, MVC_STEPS_MAX + 1); /* too many steps */
+    f16_put_u32(pr, MVC_STEPS_MAX + 1); /* too many steps */
     n = frame(buf, MVC_PROJECT_RESULT, 0, 4, pr, (uint32_t)k);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
     CHECK(mvc_canon_decode(buf, n, &f) < 0);
     /* no steps, no artifacts, an error text */
     k = 0;
-    qf_put_u32(pr, 0), qf_put_u32(pr + 4, 0), qf_put_u32(pr + 8, 0), qf_put_u32(pr + 12, 4);
+    f16_put_u32(pr, 0), f16_put_u32(pr + 4, 0), f16_put_u32(pr + 8, 0), f16_put_u32(pr + 12, 4);
     memcpy(pr + 16, "oops", 4);
     n = frame(buf, MVC_PROJECT_RESULT, 0, 5, pr, 20);
     CHECK(canon_round_trip(buf, n));

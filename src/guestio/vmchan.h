@@ -1,10 +1,11 @@
-/* chan.h: the framing between the daemon and the guest agent of one microvm, carried over the
+/* vmchan.h: the framing between the daemon and the guest agent of one microvm, carried over the
  * VM's virtio-serial port (docs/microvm.md, Channel). Shared by both sides of the wall; this file
  * allocates nothing and calls no syscall.
- * Wire format: the quickjs provider's 16-byte header (STYLE.md §5), big-endian, decoded field by
- * field: u32 len, u16 type, u16 flags (zero), u64 seq; then exactly len payload bytes. The RUN,
- * RESULT, HOST_CALL and HOST_REPLY payloads ARE the quickjs frame payloads (frame.h), so a
- * snippet's request and answer are the same bytes at `process` and at `vm`.
+ * Wire format: core/frame16.h's 16-byte header with this channel's type table (vmchan.c); then
+ * exactly len payload bytes. The RUN, RESULT, HOST_CALL and HOST_REPLY payloads ARE the run
+ * payloads of core/runframe.h, so a snippet's request and answer are the same bytes at `process`
+ * and at `vm`. It lives in src/guestio because its guest-byte decoder runs in the helper; the
+ * microvm provider (host side) and its guest agent include it from below.
  *
  * Guest bytes are decoded only in the confined guestio helper (docs/privsep.md): it runs
  * mvc_decode_guest over the stream the VM writes and forwards each frame re-encoded by
@@ -15,9 +16,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../quickjs/frame.h"
+#include "../core/frame16.h"
+#include "../core/runframe.h"
 
-#define MVC_HDR_LEN 16u
+/* The names the microvm session code (providers/microvm/session.c, guest/session.c) spells for
+ * frame16's header; the rest of the channel's users spell frame16's own. */
+#define MVC_HDR_LEN F16_HDR_LEN
+#define mvc_hdr f16_hdr
+static inline void mvc_hdr_encode(uint8_t out[F16_HDR_LEN], const struct f16_hdr *h)
+{
+    f16_hdr_encode(out, h);
+}
 
 enum mvc_type {
     /* host -> guest */
@@ -70,21 +79,14 @@ enum mvc_type {
 #define MVC_READY_MAX 512u
 #define MVC_PROBE_RESULT_MAX 4096u
 
-struct mvc_hdr {
-    uint32_t len;
-    uint16_t type, flags;
-    uint64_t seq;
-};
-
 /* The cap of each type's payload (0 also for an unknown type). */
 uint32_t mvc_max_len(uint16_t type);
-void mvc_hdr_encode(uint8_t out[MVC_HDR_LEN], const struct mvc_hdr *h);
 /* Decodes a header and checks type (any direction), flags and len against the type's bounds. */
-int mvc_hdr_decode(const uint8_t in[MVC_HDR_LEN], struct mvc_hdr *h);
+int mvc_hdr_decode(const uint8_t in[F16_HDR_LEN], struct f16_hdr *h);
 
 /* One validated frame from the guest. Pointers point into the caller's buffer. */
 struct mvc_frame {
-    struct mvc_hdr hdr;
+    struct f16_hdr hdr;
     union {
         struct qf_result result;       /* MVC_RESULT */
         struct qf_host_call host_call; /* MVC_HOST_CALL */
@@ -115,8 +117,8 @@ enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct m
 
 /* ---- the guestio split (issue 12) ---------------------------------------------------------- */
 /* The largest canonical frame (a project's report). */
-#define MVC_CANON_MAX (MVC_HDR_LEN + MVC_PROJECT_RESULT_MAX)
-/* The helper: a decoded guest frame re-encoded from its fields into out (MVC_HDR_LEN +
+#define MVC_CANON_MAX (F16_HDR_LEN + MVC_PROJECT_RESULT_MAX)
+/* The helper: a decoded guest frame re-encoded from its fields into out (F16_HDR_LEN +
  * f->hdr.len bytes); returns that size, or 0 when cap is too small or f is not one
  * mvc_decode_guest accepts. */
 size_t mvc_canon_encode(uint8_t *out, size_t cap, const struct mvc_frame *f);
@@ -140,7 +142,7 @@ struct mvc_artifact {
     uint32_t path_len, len;
 };
 struct mvc_project_walk {
-    struct qf_reader r;
+    struct f16_reader r;
     uint32_t steps_left, artifacts_left;
 };
 void mvc_project_walk_init(struct mvc_project_walk *w, const struct mvc_frame *f);

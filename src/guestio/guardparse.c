@@ -1,4 +1,4 @@
-/* guardparse.c: the guard's request body, bytes -> one validated host call (guard.h). Linked
+/* guardparse.c: the guard's request body, bytes -> one validated host call (guardparse.h). Linked
  * only into the confined guestio helper (and its tests and fuzzer), never into the daemon.
  * Trusts: nothing: the bytes were written by guest code. The input is bounded before parsing,
  * JSON is parsed with duplicate keys refused, and every string is checked for UTF-8 and NUL. */
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../../core/validate.h"
-#include "guard.h"
+#include "../core/validate.h"
+#include "guardparse.h"
 
 static int bad(char *why, size_t cap, const char *msg)
 {
