@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/cleanup.h"
+#include "../core/cleanup_json.h"
 #include "text.h"
 
 /* A caller or configuration that cannot have a token is a refusal (nothing ran); the minter's own
@@ -46,19 +48,18 @@ size_t brk_b64url_encode(const unsigned char *in, size_t n, char *out)
 static void add_b64(struct brk_sbuf *b, const unsigned char *data, size_t n)
 {
     size_t need = brk_b64url_len(n) + 1;
-    char *tmp = malloc(need);
+    cleanup_free char *tmp = malloc(need);
     if (!tmp) {
         b->b.failed = true;
         return;
     }
     size_t len = brk_b64url_encode(data, n, tmp);
     brk_sbuf_add(b, tmp, len);
-    free(tmp);
 }
 
 static char *claims_json(const struct brk_jwt_params *p, const char *jti)
 {
-    json_t *c = json_object();
+    json_t *c cleanup_json = json_object();
     if (!c)
         return NULL;
     int bad = p->issuer ? json_object_set_new(c, "iss", json_string(p->issuer)) : 0;
@@ -71,16 +72,60 @@ static char *claims_json(const struct brk_jwt_params *p, const char *jti)
                 brk_sbuf_add(&s, " ", 1);
             brk_sbuf_str(&s, p->scopes[i]);
         }
-        char *joined = brk_sbuf_take(&s);
+        cleanup_free char *joined = brk_sbuf_take(&s);
         bad |= joined ? json_object_set_new(c, "scope", json_string(joined)) : -1;
-        free(joined);
     }
     bad |= json_object_set_new(c, "iat", json_integer(p->now_unix));
     bad |= json_object_set_new(c, "exp", json_integer(p->now_unix + (json_int_t)p->ttl_s));
     bad |= json_object_set_new(c, "jti", json_string(jti));
-    char *out = bad ? NULL : json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(c);
-    return out;
+    return bad ? NULL : json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
+}
+
+/* The builder holds the signing input and then the token: wiped whatever happens. */
+static void sbuf_wipe(struct brk_sbuf *b)
+{
+    if (b->b.p)
+        explicit_bzero(b->b.p, b->b.cap);
+    brk_sbuf_done(b);
+}
+
+/* b64url(header) "." b64url(claims) into b; -1 when out of memory. */
+static int signing_input(const struct brk_jwt_params *p, const char *jti, struct brk_sbuf *b)
+{
+    cleanup_free char *claims = claims_json(p, jti);
+    if (!claims)
+        return -1;
+    static const char header_plain[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    cleanup_free char *header_kid = NULL;
+    if (p->key_id) {
+        json_t *h cleanup_json = json_pack("{s:s,s:s,s:s}", "alg", "HS256", "typ", "JWT", "kid", p->key_id);
+        header_kid = h ? json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        if (!header_kid)
+            return -1;
+    }
+    const char *header = header_kid ? header_kid : header_plain;
+    add_b64(b, (const unsigned char *)header, strlen(header));
+    brk_sbuf_add(b, ".", 1);
+    add_b64(b, (const unsigned char *)claims, strlen(claims));
+    return b->b.failed ? -1 : 0;
+}
+
+/* Appends "." b64url(HMAC-SHA256(key, b)). The signature is encoded on the stack and wiped:
+ * add_b64's heap scratch is not. The builder grows before it copies, so no freed block ever held
+ * the signature. */
+static int sign(const struct brk_secret *key, struct brk_sbuf *b)
+{
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    if (!HMAC(EVP_sha256(), key->data, (int)key->len, (const unsigned char *)b->b.p, b->b.len, mac, &mac_len))
+        return -1;
+    char sig[(EVP_MAX_MD_SIZE + 2) / 3 * 4 + 1];
+    size_t sig_len = brk_b64url_encode(mac, mac_len, sig);
+    brk_sbuf_add(b, ".", 1);
+    brk_sbuf_add(b, sig, sig_len);
+    explicit_bzero(mac, sizeof mac);
+    explicit_bzero(sig, sizeof sig);
+    return 0;
 }
 
 int brk_jwt_mint(const struct brk_jwt_params *p, struct brk_secret *out, struct plm_err *err)
@@ -102,53 +147,12 @@ int brk_jwt_mint(const struct brk_jwt_params *p, struct brk_secret *out, struct 
     char jti[32];
     brk_b64url_encode(rnd, sizeof rnd, jti);
 
-    char *claims = claims_json(p, jti);
-    if (!claims)
+    __attribute__((cleanup(sbuf_wipe))) struct brk_sbuf b = {0};
+    if (signing_input(p, jti, &b) < 0)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "grant token: out of memory");
-    static const char header_plain[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
-    char *header_kid = NULL;
-    if (p->key_id) {
-        json_t *h = json_pack("{s:s,s:s,s:s}", "alg", "HS256", "typ", "JWT", "kid", p->key_id);
-        header_kid = h ? json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        json_decref(h);
-        if (!header_kid) {
-            free(claims);
-            return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "grant token: out of memory");
-        }
-    }
-    const char *header = header_kid ? header_kid : header_plain;
-    struct brk_sbuf b = {0};
-    add_b64(&b, (const unsigned char *)header, strlen(header));
-    free(header_kid);
-    brk_sbuf_add(&b, ".", 1);
-    add_b64(&b, (const unsigned char *)claims, strlen(claims));
-    free(claims);
-    if (b.b.failed) {
-        brk_sbuf_done(&b);
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "grant token: out of memory");
-    }
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int mac_len = 0;
-    if (!HMAC(EVP_sha256(), p->key->data, (int)p->key->len, (const unsigned char *)b.b.p, b.b.len, mac, &mac_len)) {
-        brk_sbuf_done(&b);
+    if (sign(p->key, &b) < 0)
         return plm_fail(err, 0, PLM_E_INTERNAL, "grant token: HMAC-SHA256 failed");
-    }
-    /* The signature is encoded on the stack and wiped: add_b64's heap scratch is not. The
-     * builder grows before it copies, so no freed block ever held the signature. */
-    char sig[(EVP_MAX_MD_SIZE + 2) / 3 * 4 + 1];
-    size_t sig_len = brk_b64url_encode(mac, mac_len, sig);
-    brk_sbuf_add(&b, ".", 1);
-    brk_sbuf_add(&b, sig, sig_len);
-    explicit_bzero(mac, sizeof mac);
-    explicit_bzero(sig, sizeof sig);
-    /* The token is a secret from here: wipe the builder's copy whatever happens. */
-    int r = -1;
-    if (!b.b.failed && brk_token_ok(b.b.p, b.b.len) && brk_secret_set(out, b.b.p, b.b.len) == 0)
-        r = 0;
-    if (b.b.p)
-        explicit_bzero(b.b.p, b.b.cap);
-    brk_sbuf_done(&b);
-    if (r < 0)
+    if (b.b.failed || !brk_token_ok(b.b.p, b.b.len) || brk_secret_set(out, b.b.p, b.b.len) < 0)
         return plm_fail(err, 0, PLM_E_INTERNAL, "grant token: the minted token is not a usable bearer token");
     return 0;
 }

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/cleanup.h"
 #include "profiles.h"
+
+DEFINE_CLEANUP(struct brk_profile, brk_profile_free)
 
 static char *sdup(const char *s, bool *ok)
 {
@@ -19,7 +22,7 @@ static char *sdup(const char *s, bool *ok)
 
 struct brk_profile *brk_profile_clone(const struct brk_profile *p, bool with_secret)
 {
-    struct brk_profile *d = calloc(1, sizeof *d);
+    struct brk_profile *d cleanup_(brk_profile_free) = calloc(1, sizeof *d);
     if (!d)
         return NULL;
     bool ok = true;
@@ -30,10 +33,8 @@ struct brk_profile *brk_profile_clone(const struct brk_profile *p, bool with_sec
     d->caps = calloc(p->n_caps ? p->n_caps : 1, sizeof *d->caps);
     d->callers = calloc(p->n_callers ? p->n_callers : 1, sizeof *d->callers);
     d->scopes = calloc(p->n_scopes ? p->n_scopes : 1, sizeof *d->scopes);
-    if (!d->routes || !d->route_cap || !d->caps || !d->callers || !d->scopes) {
-        brk_profile_free(d);
+    if (!d->routes || !d->route_cap || !d->caps || !d->callers || !d->scopes)
         return NULL;
-    }
     for (size_t i = 0; i < p->n_routes; i++) {
         if (brk_route_copy(&d->routes[i], &p->routes[i]) < 0)
             ok = false;
@@ -66,10 +67,5 @@ struct brk_profile *brk_profile_clone(const struct brk_profile *p, bool with_sec
         ok = false;
     d->global = sdup(p->global, &ok);
     d->preamble = sdup(p->preamble, &ok);
-    if (!ok) {
-        brk_profile_free(d);
-        return NULL;
-    }
-    return d;
+    return ok ? take_ptr(&d) : NULL;
 }
-

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/cleanup.h"
 #include "../core/validate.h"
 #include "profiles.h"
 #include "text.h"
@@ -176,12 +177,12 @@ static int read_preamble_file(struct rctx *c, const char *dir, const char *rel, 
     bool inside = dl == 1 ? real[0] == '/' && real[1] : !strncmp(real, real_dir, dl) && real[dl] == '/';
     if (!inside)
         return bad(c, "preamble_file", "\"%s\" resolves outside the grants file's directory", q);
-    int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    cleanup_close int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return bad(c, "preamble_file", "\"%s\" cannot be read: %s", q, strerror(errno));
     struct stat st;
     int r = 0;
-    char *buf = NULL;
+    cleanup_free char *buf = NULL;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         r = bad(c, "preamble_file", "\"%s\" is not a regular file", q);
     else if ((uint64_t)st.st_size > BRK_PREAMBLE_MAX)
@@ -199,17 +200,14 @@ static int read_preamble_file(struct rctx *c, const char *dir, const char *rel, 
             break;
         got += (size_t)n;
     }
-    close(fd);
     if (!r && got > BRK_PREAMBLE_MAX)
         r = bad(c, "preamble_file", "\"%s\" is longer than %u bytes", q, BRK_PREAMBLE_MAX);
     else if (!r && (memchr(buf, 0, got) || !plm_utf8_ok(buf, got)))
         r = bad(c, "preamble_file", "\"%s\" must be UTF-8 without NUL bytes", q);
-    if (r) {
-        free(buf);
+    if (r)
         return r;
-    }
     buf[got] = 0;
-    *out = buf;
+    *out = take_ptr(&buf);
     return 0;
 }
 

@@ -261,18 +261,15 @@ static int parse_caps(struct lctx *c, const json_t *o, struct brk_profile *p)
     {
         char q[80], f[120];
         snprintf(f, sizeof f, "route_max_calls[\"%s\"]", brk_quote(q, sizeof q, k, strlen(k)));
-        struct brk_route r;
+        __attribute__((cleanup(brk_route_done))) struct brk_route r = {0};
         struct plm_err e = {0};
         if (brk_route_parse(k, strlen(k), true, &r, &e) < 0)
             return e.kind == PLM_E_INTERNAL ? oom(c) : fail(c, f, "%s", e.msg);
         char *low = malloc(r.len + 1);
-        if (!low) {
-            brk_route_done(&r);
+        if (!low)
             return oom(c);
-        }
         lower_copy(low, r.path, r.len);
         enum brk_method m = r.method;
-        brk_route_done(&r);
         struct brk_cap *cap = &p->caps[p->n_caps];
         cap->method = m;
         cap->path_lower = low;
@@ -305,6 +302,84 @@ static int read_env(struct lctx *c, const char *field, const char *name, const c
     return 0;
 }
 
+/* token.env (static) or token.secret_env (jwt): a valid variable name that is set. */
+static int token_env(struct lctx *c, const json_t *t, const char *key, const char *what, const char **env, size_t *len,
+                     const char **val)
+{
+    char f[32];
+    snprintf(f, sizeof f, "token.%s", key);
+    *env = jstr(json_object_get(t, key), len);
+    if (!*env)
+        return fail(c, f, "is required (the name of the variable holding %s)", what);
+    if (!brk_env_name_ok(*env, *len))
+        return fail(c, f, "is not a valid environment variable name");
+    return read_env(c, f, *env, val);
+}
+
+/* The credential and the name of the variable it came from (names only ever reach messages). */
+static int keep_secret(struct lctx *c, struct brk_profile *p, enum brk_token_type type, const char *env, size_t env_len,
+                       const char *val)
+{
+    p->token_type = type;
+    if (dup_str(c, &p->token_env, env, env_len) < 0)
+        return -1;
+    return brk_secret_set(&p->secret, val, strlen(val)) < 0 ? oom(c) : 0;
+}
+
+static int parse_static_token(struct lctx *c, const json_t *t, struct brk_profile *p)
+{
+    static const char *const keys[] = {"type", "env", NULL};
+    const char *env, *val;
+    size_t len;
+    if (check_keys(c, t, "token", keys) < 0 || token_env(c, t, "env", "the token", &env, &len, &val) < 0)
+        return -1;
+    if (!brk_token_ok(val, strlen(val)))
+        return fail(c, "token.env", "the value of \"%s\" is not a usable bearer token (1..%d bytes, each 0x21-0x7E)",
+                    env, LIM_TOKEN_MAX);
+    return keep_secret(c, p, BRK_TOKEN_STATIC, env, len, val);
+}
+
+/* issuer and key_id are optional (no iss claim, no kid header), as in the reference; audience is
+ * required. */
+static int parse_jwt_claims(struct lctx *c, const json_t *t, struct brk_profile *p)
+{
+    static const char *const claims[] = {"issuer", "audience", "key_id"};
+    char **dst[] = {&p->jwt_issuer, &p->jwt_audience, &p->jwt_key_id};
+    for (int i = 0; i < 3; i++) {
+        char f[32];
+        snprintf(f, sizeof f, "token.%s", claims[i]);
+        size_t cl;
+        const json_t *cv = json_object_get(t, claims[i]);
+        if (!cv && i != 1)
+            continue;
+        const char *s = jstr(cv, &cl);
+        if (!s)
+            return fail(c, f, "is required (a string)");
+        if (cl > BRK_STRING_MAX || !brk_text_ok(s, cl, BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_TRIMMED))
+            return fail(c, f, "must be 1..%d bytes of UTF-8, trimmed, without control characters", BRK_STRING_MAX);
+        if (dup_str(c, dst[i], s, cl) < 0)
+            return -1;
+    }
+    const json_t *ttl = json_object_get(t, "ttl_sec");
+    return ttl ? parse_uint(c, ttl, "token.ttl_sec", 0, BRK_JWT_TTL_MAX, &p->jwt_ttl_s) : 0;
+}
+
+static int parse_jwt_token(struct lctx *c, const json_t *t, struct brk_profile *p)
+{
+    static const char *const keys[] = {"type", "secret_env", "issuer", "audience", "ttl_sec", "key_id", NULL};
+    const char *env, *val;
+    size_t len;
+    if (check_keys(c, t, "token", keys) < 0 || token_env(c, t, "secret_env", "the HS256 key", &env, &len, &val) < 0)
+        return -1;
+    size_t vlen = strlen(val);
+    if (vlen < BRK_JWT_SECRET_MIN || vlen > LIM_TOKEN_MAX)
+        return fail(c, "token.secret_env", "the value of \"%s\" must be %d..%d bytes", env, BRK_JWT_SECRET_MIN,
+                    LIM_TOKEN_MAX);
+    if (parse_jwt_claims(c, t, p) < 0)
+        return -1;
+    return keep_secret(c, p, BRK_TOKEN_JWT, env, len, val);
+}
+
 static int parse_token(struct lctx *c, const json_t *o, struct brk_profile *p)
 {
     const json_t *t = json_object_get(o, "token");
@@ -319,77 +394,10 @@ static int parse_token(struct lctx *c, const json_t *o, struct brk_profile *p)
     const char *type = tv ? jstr(tv, &tlen) : "static"; /* the reference's default */
     if (!type)
         return fail(c, "token.type", "must be \"static\" or \"jwt\"");
-    if (!*type)
-        type = "static";
-    if (strcmp(type, "static") == 0) {
-        static const char *const keys[] = {"type", "env", NULL};
-        if (check_keys(c, t, "token", keys) < 0)
-            return -1;
-        size_t len;
-        const char *env = jstr(json_object_get(t, "env"), &len);
-        if (!env)
-            return fail(c, "token.env", "is required (the name of the variable holding the token)");
-        if (!brk_env_name_ok(env, len))
-            return fail(c, "token.env", "is not a valid environment variable name");
-        const char *val;
-        if (read_env(c, "token.env", env, &val) < 0)
-            return -1;
-        if (!brk_token_ok(val, strlen(val)))
-            return fail(c, "token.env",
-                        "the value of \"%s\" is not a usable bearer token (1..%d bytes, each 0x21-0x7E)", env,
-                        LIM_TOKEN_MAX);
-        p->token_type = BRK_TOKEN_STATIC;
-        if (dup_str(c, &p->token_env, env, len) < 0)
-            return -1;
-        if (brk_secret_set(&p->secret, val, strlen(val)) < 0)
-            return oom(c);
-        return 0;
-    }
-    if (strcmp(type, "jwt") == 0) {
-        static const char *const keys[] = {"type", "secret_env", "issuer", "audience", "ttl_sec", "key_id", NULL};
-        if (check_keys(c, t, "token", keys) < 0)
-            return -1;
-        size_t len;
-        const char *env = jstr(json_object_get(t, "secret_env"), &len);
-        if (!env)
-            return fail(c, "token.secret_env", "is required (the name of the variable holding the HS256 key)");
-        if (!brk_env_name_ok(env, len))
-            return fail(c, "token.secret_env", "is not a valid environment variable name");
-        const char *val;
-        if (read_env(c, "token.secret_env", env, &val) < 0)
-            return -1;
-        size_t vlen = strlen(val);
-        if (vlen < BRK_JWT_SECRET_MIN || vlen > LIM_TOKEN_MAX)
-            return fail(c, "token.secret_env", "the value of \"%s\" must be %d..%d bytes", env, BRK_JWT_SECRET_MIN,
-                        LIM_TOKEN_MAX);
-        /* issuer and key_id are optional (no iss claim, no kid header), as in the reference */
-        static const char *const claims[] = {"issuer", "audience", "key_id"};
-        char **dst[] = {&p->jwt_issuer, &p->jwt_audience, &p->jwt_key_id};
-        for (int i = 0; i < 3; i++) {
-            char f[32];
-            snprintf(f, sizeof f, "token.%s", claims[i]);
-            size_t cl;
-            const json_t *cv = json_object_get(t, claims[i]);
-            if (!cv && i != 1)
-                continue;
-            const char *s = jstr(cv, &cl);
-            if (!s)
-                return fail(c, f, "is required (a string)");
-            if (cl > BRK_STRING_MAX || !brk_text_ok(s, cl, BRK_TXT_NONEMPTY | BRK_TXT_NO_CTRL | BRK_TXT_TRIMMED))
-                return fail(c, f, "must be 1..%d bytes of UTF-8, trimmed, without control characters", BRK_STRING_MAX);
-            if (dup_str(c, dst[i], s, cl) < 0)
-                return -1;
-        }
-        const json_t *ttl = json_object_get(t, "ttl_sec");
-        if (ttl && parse_uint(c, ttl, "token.ttl_sec", 0, BRK_JWT_TTL_MAX, &p->jwt_ttl_s) < 0)
-            return -1;
-        p->token_type = BRK_TOKEN_JWT;
-        if (dup_str(c, &p->token_env, env, len) < 0)
-            return -1;
-        if (brk_secret_set(&p->secret, val, vlen) < 0)
-            return oom(c);
-        return 0;
-    }
+    if (!*type || strcmp(type, "static") == 0)
+        return parse_static_token(c, t, p);
+    if (strcmp(type, "jwt") == 0)
+        return parse_jwt_token(c, t, p);
     char q[40];
     return fail(c, "token.type", "\"%s\" must be \"static\" or \"jwt\"", brk_quote(q, sizeof q, type, tlen));
 }

@@ -117,7 +117,7 @@ int brk_pattern_check(const char *path, size_t len, bool allow_wildcard, struct 
 {
     const char *why = path_problem(path, len, allow_wildcard ? MODE_PATTERN : MODE_CONCRETE, NULL);
     if (why)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "path %s", why);
+        return plm_fail(err, 0, PLM_E_INVALID, "path %s", why);
     return 0;
 }
 
@@ -126,24 +126,23 @@ int brk_route_parse(const char *spec, size_t len, bool allow_wildcard, struct br
     *out = (struct brk_route){0};
     const char *sp = spec ? memchr(spec, ' ', len) : NULL;
     if (!sp)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "must be \"METHOD /path\" (one space between)");
+        return plm_fail(err, 0, PLM_E_INVALID, "must be \"METHOD /path\" (one space between)");
     size_t mlen = (size_t)(sp - spec);
     enum brk_method m;
     if (brk_method_parse(spec, mlen, &m) < 0) {
         char q[64];
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "method \"%s\" must be one of GET, PUT, POST, DELETE or PATCH",
-                           brk_quote(q, sizeof q, spec, mlen));
+        return plm_fail(err, 0, PLM_E_INVALID, "method \"%s\" must be one of GET, PUT, POST, DELETE or PATCH",
+                        brk_quote(q, sizeof q, spec, mlen));
     }
     const char *path = sp + 1;
     size_t plen = len - mlen - 1;
     size_t segs = 0;
     const char *why = path_problem(path, plen, allow_wildcard ? MODE_PATTERN : MODE_CONCRETE, &segs);
     if (why)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "path %s", why);
+        return plm_fail(err, 0, PLM_E_INVALID, "path %s", why);
     char *copy = strndup(path, plen);
     if (!copy)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     out->method = m;
     out->path = copy;
     out->len = plen;

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../core/cleanup.h"
 #include "row_proto.h"
 
 #define MODEL_FD 3
@@ -231,26 +232,25 @@ int rowbox_run(int model_fd, const void *in, size_t in_len, size_t out_max, stru
     int pin[2], pout[2];
     if (pipe2(pin, O_CLOEXEC) < 0)
         return out->status = ROW_ST_START, 0;
-    if (pipe2(pout, O_CLOEXEC) < 0) {
-        close(pin[0]), close(pin[1]);
+    cleanup_close int in_r = pin[0], in_w = pin[1];
+    if (pipe2(pout, O_CLOEXEC) < 0)
         return out->status = ROW_ST_START, 0;
-    }
+    cleanup_close int out_r = pout[0], out_w = pout[1];
     pid_t pid = fork();
     if (pid == 0)
-        child(model_fd, pin[0], pout[1]);
-    close(pin[0]);
-    close(pout[1]);
-    if (pid < 0) {
-        close(pin[1]), close(pout[0]);
+        child(model_fd, in_r, out_w); /* never returns: no cleanup runs in the child */
+    /* the child's ends now, so that its exit is our end of file */
+    close(take_fd(&in_r));
+    close(take_fd(&out_w));
+    if (pid < 0)
         return out->status = ROW_ST_START, 0;
-    }
     /* in_len < PIPE_BUF: the write completes without the child reading */
-    ssize_t w = write(pin[1], in, in_len);
-    close(pin[1]);
-    int rr = read_output(pout[0], out_max, out);
+    ssize_t w = write(in_w, in, in_len);
+    close(take_fd(&in_w));
+    int rr = read_output(out_r, out_max, out);
     if (rr != 0)
         kill(pid, SIGKILL);
-    close(pout[0]);
+    close(take_fd(&out_r)); /* before the wait: a child still writing gets SIGPIPE, never blocks */
     int ws = 0;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
         ;

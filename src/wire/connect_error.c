@@ -2,6 +2,7 @@
  * Invariant: a NotDispatched detail is attached iff the error is a refusal; its value is the
  * binary protobuf (tag 0x08, reason varint) in unpadded standard base64, as connect-go writes it. */
 #include "../core/base64.h"
+#include "../core/cleanup_json.h"
 #include "connect_error.h"
 
 #include <jansson.h>
@@ -54,7 +55,7 @@ unsigned wire_connect_status(const char *code)
 
 char *wire_connect_error_json(const char *code, const char *message, enum plm_refusal refusal, size_t *len_out)
 {
-    json_t *o = json_object();
+    json_t *o cleanup_json = json_object();
     if (!o)
         return NULL;
     json_object_set_new(o, "code", json_string(code));
@@ -74,7 +75,6 @@ char *wire_connect_error_json(const char *code, const char *message, enum plm_re
         json_object_set_new(o, "details", details);
     }
     char *s = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
     if (s && len_out)
         *len_out = strlen(s);
     return s;

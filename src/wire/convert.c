@@ -5,6 +5,7 @@
  * protobuf-c objects; provider strings may be invalid UTF-8 and are repaired (wire.md §8.2). */
 #include "convert.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +94,7 @@ static int module_view(const Plimsoll__V1__ModuleRun *m, struct wire_request_vie
 static int oom(struct wire_request_view *v, struct plm_err *err)
 {
     wire_request_view_done(v);
-    return plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building a request view");
+    return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory building a request view");
 }
 
 int wire_request_view(const Plimsoll__V1__RunRequest *m, struct wire_request_view *v, struct plm_err *err)
@@ -216,9 +217,9 @@ int wire_result_view(const Plimsoll__V1__RunResponse *m, struct wire_result_view
     default: r->kind = PLM_KIND_NONE; break;
     }
     return 0;
-oom:
+oom: /* the one exit for an allocation failure: it releases whatever arrays the view holds so far */
     wire_result_view_done(v);
-    return plm_err_set(err, 12, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building a result view");
+    return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory building a result view");
 }
 
 void wire_result_view_done(struct wire_result_view *v)

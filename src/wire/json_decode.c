@@ -605,23 +605,21 @@ ProtobufCMessage *wire_json_decode_with(const ProtobufCMessageDescriptor *desc, 
     /* The largest text any caller reads is a client's response cap (§5.3); requests are capped
      * lower before they get here. Checked before anything is allocated. */
     if (len > LIM_RESPONSE_MAX) {
-        plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "JSON of %zu bytes exceeds %u", len,
-                    LIM_RESPONSE_MAX);
+        plm_fail(err, 0, PLM_E_INVALID, "JSON of %zu bytes exceeds %u", len, LIM_RESPONSE_MAX);
         return NULL;
     }
     if (!json)
         json = "";
     long zeros = prescan(json, len, NULL);
     if (zeros < 0) {
-        plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "JSON nested deeper than %d",
-                    LIM_JSON_DEPTH);
+        plm_fail(err, 0, PLM_E_INVALID, "JSON nested deeper than %d", LIM_JSON_DEPTH);
         return NULL;
     }
     cleanup_free char *copy = NULL;
     if (zeros > 0) { /* zeros <= len / 2, so no overflow below LIM_RESPONSE_MAX */
         copy = malloc(len + 2 * (size_t)zeros);
         if (!copy) {
-            plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "JSON: out of memory");
+            plm_fail(err, ENOMEM, PLM_E_INTERNAL, "JSON: out of memory");
             return NULL;
         }
         prescan(json, len, copy);
@@ -632,25 +630,24 @@ ProtobufCMessage *wire_json_decode_with(const ProtobufCMessageDescriptor *desc, 
     json_auto_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) { /* the byte offset counts the rewritten text, 2 more per earlier "-0" */
         enum json_error_code c = json_error_code(&jerr);
-        plm_err_set(err, c == json_error_out_of_memory ? ENOMEM : 0,
-                    c == json_error_out_of_memory ? PLM_E_INTERNAL : PLM_E_INVALID,
-                    PLM_REFUSAL_NONE, "invalid JSON at byte %d: %s", jerr.position,
-                    json_error_text(c));
+        bool oom = c == json_error_out_of_memory;
+        plm_fail(err, oom ? ENOMEM : 0, oom ? PLM_E_INTERNAL : PLM_E_INVALID, "invalid JSON at byte %d: %s",
+                 jerr.position, json_error_text(c));
         return NULL;
     }
     if (!json_is_object(root)) {
-        plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "JSON: top level is not an object");
+        plm_fail(err, 0, PLM_E_INVALID, "JSON: top level is not an object");
         return NULL;
     }
     struct dec d = { .alloc = alloc, .refuse_unknown = flags & WIRE_JSON_REFUSE_UNKNOWN };
     ProtobufCMessage *m = decode_message(desc, root, 1, &d);
     if (!m) {
         if (d.oom)
-            plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "JSON: out of memory");
+            plm_fail(err, ENOMEM, PLM_E_INTERNAL, "JSON: out of memory");
         else if (d.unknown) /* a request the caller can fix: refused as payload validation is */
             plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "unknown field %s%s", d.path, d.why);
         else
-            plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "field \"%s\": %s", d.path, d.why);
+            plm_fail(err, 0, PLM_E_INVALID, "field \"%s\": %s", d.path, d.why);
     }
     return m;
 }

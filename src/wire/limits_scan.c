@@ -41,8 +41,8 @@ static int too_many(struct plm_err *err, const ProtobufCMessageDescriptor *m, co
     if (!m)
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "more than %u repeated elements in one request",
                           LIM_DECODE_VALUES_MAX);
-    return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "field \"%s.%s\": more than %zu elements",
-                      m->short_name, f->name, limit);
+    return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "field \"%s.%s\": more than %zu elements", m->short_name,
+                      f->name, limit);
 }
 
 /* Module rows and their values count against a budget of their own (LIM_MODULE_ELEMENTS_MAX):
@@ -82,7 +82,7 @@ struct js {
 
 static int js_syntax(struct js *j)
 {
-    return plm_err_set(j->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "invalid JSON at byte %zu", j->i);
+    return plm_fail(j->err, 0, PLM_E_INVALID, "invalid JSON at byte %zu", j->i);
 }
 
 static void js_ws(struct js *j)
@@ -166,9 +166,8 @@ static int js_value(struct js *j, const ProtobufCMessageDescriptor *msg, unsigne
 static int js_ignored_count(struct js *j)
 {
     if (++j->ignored > LIM_JSON_IGNORED_MAX)
-        return plm_err_set(j->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "JSON: more than %u values under unknown keys or of the wrong shape",
-                           LIM_JSON_IGNORED_MAX);
+        return plm_fail(j->err, 0, PLM_E_INVALID, "JSON: more than %u values under unknown keys or of the wrong shape",
+                        LIM_JSON_IGNORED_MAX);
     return 0;
 }
 
@@ -313,7 +312,7 @@ static int js_array(struct js *j, unsigned depth)
 static int js_value(struct js *j, const ProtobufCMessageDescriptor *msg, unsigned depth, bool ignored)
 {
     if (depth > LIM_JSON_DEPTH)
-        return plm_err_set(j->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "JSON nested deeper than %d", LIM_JSON_DEPTH);
+        return plm_fail(j->err, 0, PLM_E_INVALID, "JSON nested deeper than %d", LIM_JSON_DEPTH);
     if (ignored && js_ignored_count(j) < 0)
         return -1;
     js_ws(j);
@@ -347,7 +346,7 @@ struct pb {
 
 static int pb_malformed(struct pb *b, const ProtobufCMessageDescriptor *m)
 {
-    return plm_err_set(b->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "malformed binary %s", m->name);
+    return plm_fail(b->err, 0, PLM_E_INVALID, "malformed binary %s", m->name);
 }
 
 static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -386,8 +385,7 @@ static size_t packed_count(ProtobufCType t, const uint8_t *p, size_t n)
 static int pb_message(struct pb *b, const ProtobufCMessageDescriptor *m, const uint8_t *p, size_t len, unsigned depth)
 {
     if (depth > LIM_JSON_DEPTH)
-        return plm_err_set(b->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "binary %s nested deeper than %d", m->name,
-                           LIM_JSON_DEPTH);
+        return plm_fail(b->err, 0, PLM_E_INVALID, "binary %s nested deeper than %d", m->name, LIM_JSON_DEPTH);
     size_t counts[64] = {0};
     const uint8_t *end = p + len;
     while (p < end) {
@@ -427,8 +425,8 @@ static int pb_message(struct pb *b, const ProtobufCMessageDescriptor *m, const u
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(m, (unsigned)(tag >> 3));
         if (!f) {
             if (++b->unknown > LIM_UNKNOWN_FIELDS_MAX)
-                return plm_err_set(b->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                                   "binary request: more than %u unknown fields", LIM_UNKNOWN_FIELDS_MAX);
+                return plm_fail(b->err, 0, PLM_E_INVALID, "binary request: more than %u unknown fields",
+                                LIM_UNKNOWN_FIELDS_MAX);
             continue;
         }
         size_t idx = (size_t)(f - m->fields);
@@ -439,8 +437,8 @@ static int pb_message(struct pb *b, const ProtobufCMessageDescriptor *m, const u
             counts[idx] += add;
         if (f->label != PROTOBUF_C_LABEL_REPEATED) {
             if (idx < 64 && counts[idx] > 1)
-                return plm_err_set(b->err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                                   "binary %s: field \"%s\" given twice (not canonical)", m->name, f->name);
+                return plm_fail(b->err, 0, PLM_E_INVALID, "binary %s: field \"%s\" given twice (not canonical)",
+                                m->name, f->name);
         } else {
             size_t limit = wire_repeat_limit(m, f);
             if (idx >= 64 || counts[idx] > limit)

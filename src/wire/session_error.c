@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/cleanup_json.h"
 #include "convert.h"
 
 char *wire_b64_unpadded(const uint8_t *p, size_t n)
@@ -33,18 +34,16 @@ char *wire_b64_unpadded(const uint8_t *p, size_t n)
 static int add_detail(json_t *arr, const char *type, const ProtobufCMessage *m)
 {
     size_t n = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(n ? n : 1);
+    cleanup_free uint8_t *buf = malloc(n ? n : 1);
     if (!buf)
         return -1;
     protobuf_c_message_pack(m, buf);
-    char *b64 = wire_b64_unpadded(buf, n);
-    free(buf);
+    cleanup_free char *b64 = wire_b64_unpadded(buf, n);
     if (!b64)
         return -1;
     json_t *d = json_object();
     json_object_set_new(d, "type", json_string(type));
     json_object_set_new(d, "value", json_string(b64));
-    free(b64);
     return json_array_append_new(arr, d);
 }
 
@@ -67,13 +66,10 @@ static int add_mark(json_t *arr, enum plm_refusal refusal)
 char *wire_session_error_json(const char *code, const char *message, enum plm_refusal refusal,
                               const struct wire_session_details *d, size_t *len_out)
 {
-    json_t *o = json_object();
-    json_t *arr = json_array();
-    if (!o || !arr) {
-        json_decref(o);
-        json_decref(arr);
+    json_t *o cleanup_json = json_object();
+    json_t *arr cleanup_json = json_array();
+    if (!o || !arr)
         return NULL;
-    }
     json_object_set_new(o, "code", json_string(code));
     json_t *msg = json_string(message ? message : "");
     json_object_set_new(o, "message", msg ? msg : json_string("(message not valid UTF-8)"));
@@ -98,11 +94,8 @@ char *wire_session_error_json(const char *code, const char *message, enum plm_re
     if (ended && !d->ended_before_mark)
         rc |= add_ended(arr, d);
     if (json_array_size(arr))
-        json_object_set_new(o, "details", arr);
-    else
-        json_decref(arr);
+        json_object_set_new(o, "details", take_ptr(&arr));
     char *s = rc ? NULL : json_dumps(o, JSON_COMPACT);
-    json_decref(o);
     if (s && len_out)
         *len_out = strlen(s);
     return s;
