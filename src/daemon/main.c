@@ -30,10 +30,11 @@ extern char **environ;
 
 static const char *env_get(const char *name) { return getenv(name); }
 
+/* A stage's failure, said on stderr; returns -1 so a stage writes `return die(...)`. */
 static int die(const char *what, const struct plm_err *err)
 {
     fprintf(stderr, "plimsolld: %s: %s\n", what, err->msg);
-    return 1;
+    return -1;
 }
 
 /* The providers' startup progress (plm_progress), as info lines. */
@@ -117,165 +118,201 @@ static void drain(struct srv *s, struct adm *adm)
     log_event("warning", "drain_timeout", NULL);
 }
 
-int main(int argc, char **argv)
-{
-    if (argc > 1) {
-        if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-            config_help(stdout);
-            return 0;
-        }
-        fprintf(stderr, "plimsolld: takes no arguments (see plimsolld -h); got \"%s\"\n", argv[1]);
-        return 2;
-    }
-    /* Signals are taken synchronously by this thread; every thread started later inherits the mask. */
+/* Everything the daemon holds while it runs. One owner, one release path (daemon_release, a
+ * cleanup attribute on main's copy): each stage only fills fields, and whatever a failed stage
+ * left behind is released there, in the reverse order of the stages. */
+struct daemon {
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP); /* reloads the TLS pair */
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    struct plm_err err = {0};
     struct plm_config cfg;
-    config_warn_unknown(environ);
-    if (config_load(env_get, &cfg, &err) < 0)
-        return die("configuration", &err);
-    log_set_text(cfg.log_text);
+    struct tls_store *tls;
+    struct auth *auth;
+    struct brk_profiles *grants;
+    struct plm_provider *p;
+    struct plm_describe pd; /* what the provider states once proved */
+    struct rpc_counters counters;
+    struct spend *spend;  /* a provider billed by the second only */
+    struct adm *adm;
+    struct ui_ring *ring; /* PLIMSOLL_UI=1 only */
+    struct sess_svc *sessions;
+    struct srv *srv;
+};
 
-    struct tls_store *tls = NULL;
-    if (cfg.tls_cert && !(tls = tls_store_new(cfg.tls_cert, cfg.tls_key, &err)))
+static void daemon_release(struct daemon *d)
+{
+    srv_free(d->srv);
+    sess_svc_free(d->sessions);
+    ui_ring_free(d->ring);
+    adm_free(d->adm);
+    spend_free(d->spend); /* after the sessions: their meters are stopped */
+    plm_provider_free(d->p);
+    free(d->counters.host_calls);
+    metrics_series_free();
+    brk_profiles_free(d->grants);
+    auth_free(d->auth);
+    tls_store_free(d->tls);
+}
+#define cleanup_daemon __attribute__((cleanup(daemon_release)))
+
+static int out_of_memory(void)
+{
+    fprintf(stderr, "plimsolld: out of memory\n");
+    return -1;
+}
+
+/* Stage 1: the environment, read and checked (config.c), and the log's format. */
+static int stage_configure(struct daemon *d)
+{
+    struct plm_err err = {0};
+    config_warn_unknown(environ);
+    if (config_load(env_get, &d->cfg, &err) < 0)
         return die("configuration", &err);
-    struct auth *auth = auth_new(cfg.clients_file, cfg.token, &err);
-    if (!auth) {
-        tls_store_free(tls);
+    log_set_text(d->cfg.log_text);
+    return 0;
+}
+
+/* Stage 2: who may call, over what: the TLS pair, the credentials, the grant profiles. */
+static int stage_access(struct daemon *d)
+{
+    struct plm_err err = {0};
+    const struct plm_config *cfg = &d->cfg;
+    if (cfg->tls_cert && !(d->tls = tls_store_new(cfg->tls_cert, cfg->tls_key, &err)))
         return die("configuration", &err);
-    }
-    if (auth_mode(auth) == AUTH_OPEN && cfg.provider != CFG_DISABLED && !cfg.insecure) {
+    if (!(d->auth = auth_new(cfg->clients_file, cfg->token, &err)))
+        return die("configuration", &err);
+    if (auth_mode(d->auth) == AUTH_OPEN && cfg->provider != CFG_DISABLED && !cfg->insecure) {
         fprintf(stderr, "plimsolld: configuration: SANDBOX_PROVIDER=%s runs code, but neither PLIMSOLL_TOKEN nor "
                         "PLIMSOLL_CLIENTS_FILE is set; set one, or PLIMSOLL_INSECURE=1 for open dev mode\n",
-                cfg.provider_name);
-        auth_free(auth);
-        tls_store_free(tls);
-        return 1;
+                cfg->provider_name);
+        return -1;
     }
+    if (check_paid_allowances(cfg, d->auth) < 0)
+        return -1;
+    if (cfg->grants_file && !(d->grants = brk_profiles_load(cfg->grants_file, NULL, &err)))
+        return die("configuration: PLIMSOLL_GRANTS_FILE", &err);
+    return 0;
+}
 
-    if (check_paid_allowances(&cfg, auth) < 0) {
-        auth_free(auth);
-        tls_store_free(tls);
-        return 1;
-    }
-    struct brk_profiles *grants = NULL;
-    if (cfg.grants_file) {
-        grants = brk_profiles_load(cfg.grants_file, NULL, &err);
-        if (!grants) {
-            auth_free(auth);
-            tls_store_free(tls);
-            return die("configuration: PLIMSOLL_GRANTS_FILE", &err);
-        }
-    }
+/* Stage 3: the provider, built and proved (preflight, smoke test, the floor), and the memory
+ * budget against what one of its runs reserves. */
+static int stage_provider(struct daemon *d)
+{
+    struct plm_err err = {0};
     plm_progress_set(log_progress);
-    struct plm_provider *p = providers_build(&cfg, &err);
-    if (!p) {
-        brk_profiles_free(grants);
-        auth_free(auth);
-        tls_store_free(tls);
+    if (!(d->p = providers_build(&d->cfg, &err)))
         return die("provider", &err);
-    }
-    int rc = 1;
-    static struct rpc_counters counters;
-    struct adm *adm = NULL;
-    struct srv *srv = NULL;
-    struct sess_svc *sessions = NULL;
-    struct ui_ring *ring = NULL; /* PLIMSOLL_UI=1 only */
-    struct spend *spend = NULL;  /* a provider billed by the second only */
-    if ((p->ops->preflight && p->ops->preflight(p, &err) < 0)) {
-        die("preflight", &err);
-        goto out;
-    }
-    if (p->ops->smoke_test && p->ops->smoke_test(p, &err) < 0) {
-        die("startup proof (smoke test)", &err);
-        goto out;
-    }
-    if (cfg.min_isolation != PLM_TIER_UNKNOWN && !tier_meets(p->ops->tier(p), cfg.min_isolation)) {
+    struct plm_provider *p = d->p;
+    if (p->ops->preflight && p->ops->preflight(p, &err) < 0)
+        return die("preflight", &err);
+    if (p->ops->smoke_test && p->ops->smoke_test(p, &err) < 0)
+        return die("startup proof (smoke test)", &err);
+    if (d->cfg.min_isolation != PLM_TIER_UNKNOWN && !tier_meets(p->ops->tier(p), d->cfg.min_isolation)) {
         fprintf(stderr, "plimsolld: SANDBOX_MIN_ISOLATION=%s, but provider %s proved only %s; refusing to start\n",
-                tier_name(cfg.min_isolation), p->ops->name, tier_name(p->ops->tier(p)));
-        goto out;
+                tier_name(d->cfg.min_isolation), p->ops->name, tier_name(p->ops->tier(p)));
+        return -1;
     }
-    struct plm_describe pd;
-    p->ops->describe(p, &pd); /* the per-run memory SANDBOX_TOTAL_MEMORY_MB reserves */
-    if (config_memory_budget(cfg.total_memory_mb, pd.memory_mb, p->ops->name, &err) < 0) {
-        die("configuration", &err);
-        goto out;
-    }
-    if (pd.billing_teardown_ms && !(spend = spend_new(cfg.paid_seconds_per_day, NULL, NULL))) {
-        fprintf(stderr, "plimsolld: out of memory\n");
-        goto out;
-    }
-    struct adm_config ac = {.max_concurrent = cfg.max_concurrent, .per_key_concurrent = cfg.per_key_concurrent,
-                            .rate_per_min = cfg.rate_per_min, .rate_burst = cfg.rate_burst,
-                            .total_memory_mb = cfg.total_memory_mb, .run_memory_mb = pd.memory_mb};
-    adm = adm_new(&ac);
-    if (!adm) {
-        fprintf(stderr, "plimsolld: out of memory\n");
-        goto out;
-    }
-    if (grants && grants->n && !(counters.host_calls = calloc(grants->n, sizeof *counters.host_calls))) {
-        fprintf(stderr, "plimsolld: out of memory\n");
-        goto out;
-    }
-    if (metrics_series_init(grants) < 0) {
-        fprintf(stderr, "plimsolld: out of memory\n");
-        goto out;
-    }
-    if (cfg.ui && !(ring = ui_ring_new())) {
-        fprintf(stderr, "plimsolld: out of memory\n");
-        goto out;
-    }
-    if (cfg.sessions.max_sessions > 0) { /* sessions.md §3.1, §7: proved before they are offered */
-        if (!(sessions = sess_svc_new(&cfg.sessions, p, adm, &err))) {
-            die("configuration", &err);
-            goto out;
-        }
-        sess_svc_set_spend(sessions, spend, pd.billing_teardown_ms);
-        if (sess_svc_smoke_test(sessions, &err) < 0) {
-            fprintf(stderr, "plimsolld: sessions are not ready; refusing to serve: %s\n", err.msg);
-            goto out;
-        }
-    }
-    struct srv_config sc = {.addr = cfg.addr, .metrics_addr = cfg.metrics_addr, .auth = auth,
-                            .env = {.provider = p, .grants = grants, .adm = adm, .counters = &counters,
-                                    .sessions = sessions, .ring = ring, .spend = spend},
-                            .max_decode = 2 * cfg.max_concurrent, .max_connections = 1024, .ui = cfg.ui,
-                            .allowed_hosts = cfg.allowed_hosts, .tls = tls};
-    srv = srv_start(&sc, &err);
-    if (!srv) {
-        die("listener", &err);
-        goto out;
-    }
-    log_started(&cfg, p, srv, auth);
+    p->ops->describe(p, &d->pd); /* the per-run memory SANDBOX_TOTAL_MEMORY_MB reserves */
+    if (config_memory_budget(d->cfg.total_memory_mb, d->pd.memory_mb, p->ops->name, &err) < 0)
+        return die("configuration", &err);
+    return 0;
+}
 
+/* Stage 4: admission, the paid allowance, the counters and the UI's ring. */
+static int stage_admission(struct daemon *d)
+{
+    const struct plm_config *cfg = &d->cfg;
+    if (d->pd.billing_teardown_ms && !(d->spend = spend_new(cfg->paid_seconds_per_day, NULL, NULL)))
+        return out_of_memory();
+    struct adm_config ac = {.max_concurrent = cfg->max_concurrent, .per_key_concurrent = cfg->per_key_concurrent,
+                            .rate_per_min = cfg->rate_per_min, .rate_burst = cfg->rate_burst,
+                            .total_memory_mb = cfg->total_memory_mb, .run_memory_mb = d->pd.memory_mb};
+    if (!(d->adm = adm_new(&ac)))
+        return out_of_memory();
+    if (d->grants && d->grants->n && !(d->counters.host_calls = calloc(d->grants->n, sizeof *d->counters.host_calls)))
+        return out_of_memory();
+    if (metrics_series_init(d->grants) < 0)
+        return out_of_memory();
+    if (cfg->ui && !(d->ring = ui_ring_new()))
+        return out_of_memory();
+    return 0;
+}
+
+/* Stage 5: sessions (sessions.md §3.1, §7): proved before they are offered. */
+static int stage_sessions(struct daemon *d)
+{
+    struct plm_err err = {0};
+    if (d->cfg.sessions.max_sessions == 0)
+        return 0;
+    if (!(d->sessions = sess_svc_new(&d->cfg.sessions, d->p, d->adm, &err)))
+        return die("configuration", &err);
+    sess_svc_set_spend(d->sessions, d->spend, d->pd.billing_teardown_ms);
+    if (sess_svc_smoke_test(d->sessions, &err) < 0) {
+        fprintf(stderr, "plimsolld: sessions are not ready; refusing to serve: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Stage 6: the listeners. */
+static int stage_listen(struct daemon *d)
+{
+    struct plm_err err = {0};
+    const struct plm_config *cfg = &d->cfg;
+    struct srv_config sc = {.addr = cfg->addr, .metrics_addr = cfg->metrics_addr, .auth = d->auth,
+                            .env = {.provider = d->p, .grants = d->grants, .adm = d->adm, .counters = &d->counters,
+                                    .sessions = d->sessions, .ring = d->ring, .spend = d->spend},
+                            .max_decode = 2 * cfg->max_concurrent, .max_connections = 1024, .ui = cfg->ui,
+                            .allowed_hosts = cfg->allowed_hosts, .tls = d->tls};
+    if (!(d->srv = srv_start(&sc, &err)))
+        return die("listener", &err);
+    log_started(cfg, d->p, d->srv, d->auth);
+    return 0;
+}
+
+/* Serving: SIGHUP reloads the TLS pair; SIGTERM or SIGINT ends every session, then drains. */
+static void serve_until_stopped(struct daemon *d)
+{
     int sig = 0;
-    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
-        reload_tls(tls);
+    while (sigwait(&d->sigs, &sig) == 0 && sig == SIGHUP)
+        reload_tls(d->tls);
     json_t *f = json_object();
     json_object_set_new(f, "signal", json_string(sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     log_event("info", "draining", f);
-    sess_svc_shutdown(sessions); /* every session ends SHUTDOWN and gives its slot back */
-    drain(srv, adm);
+    sess_svc_shutdown(d->sessions); /* every session ends SHUTDOWN and gives its slot back */
+    drain(d->srv, d->adm);
     log_event("info", "stopped", NULL);
-    rc = 0;
-out:
-    srv_free(srv);
-    sess_svc_free(sessions);
-    ui_ring_free(ring);
-    adm_free(adm);
-    spend_free(spend); /* after the sessions: their meters are stopped */
-    plm_provider_free(p);
-    free(counters.host_calls);
-    metrics_series_free();
-    brk_profiles_free(grants);
-    auth_free(auth);
-    tls_store_free(tls);
-    return rc;
+}
+
+/* -h prints the variables; any other argument is refused. -1: go on and start. */
+static int arguments(int argc, char **argv)
+{
+    if (argc <= 1)
+        return -1;
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        config_help(stdout);
+        return 0;
+    }
+    fprintf(stderr, "plimsolld: takes no arguments (see plimsolld -h); got \"%s\"\n", argv[1]);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = arguments(argc, argv);
+    if (rc >= 0)
+        return rc;
+    cleanup_daemon struct daemon d = {0};
+    /* Signals are taken synchronously by this thread; every thread started later inherits the mask. */
+    sigemptyset(&d.sigs);
+    sigaddset(&d.sigs, SIGTERM);
+    sigaddset(&d.sigs, SIGINT);
+    sigaddset(&d.sigs, SIGHUP); /* reloads the TLS pair */
+    pthread_sigmask(SIG_BLOCK, &d.sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    static int (*const stages[])(struct daemon *) = {stage_configure, stage_access,   stage_provider,
+                                                     stage_admission, stage_sessions, stage_listen};
+    for (size_t i = 0; i < sizeof stages / sizeof *stages; i++)
+        if (stages[i](&d) < 0)
+            return 1;
+    serve_until_stopped(&d);
+    return 0;
 }

@@ -15,6 +15,7 @@
 
 #include "../core/limits.h"
 #include "../core/validate.h"
+#include "../core/cleanup_json.h"
 
 struct client {
     char id[128];
@@ -126,51 +127,35 @@ static int load_clients(struct auth *a, const char *path, struct plm_err *err)
 {
     json_error_t jerr;
     /* duplicate keys and trailing data are errors, as for the reference */
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root cleanup_json = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: %s: line %d: %s", path, jerr.line, jerr.text);
-    int rc = -1;
     const char *key;
     json_t *val;
     json_t *clients = json_object_get(root, "clients");
-    if (!json_is_object(root)) {
-        CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: %s: must hold an object", path);
-        goto out;
-    }
+    if (!json_is_object(root))
+        return CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: %s: must hold an object", path);
     json_object_foreach(root, key, val) {
-        if (strcmp(key, "clients")) {
-            CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: %s: unknown key \"%s\"", path, key);
-            goto out;
-        }
+        if (strcmp(key, "clients"))
+            return CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: %s: unknown key \"%s\"", path, key);
     }
-    if (!json_is_array(clients) || json_array_size(clients) == 0) {
-        CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: %s: \"clients\" must be a non-empty array", path);
-        goto out;
-    }
+    if (!json_is_array(clients) || json_array_size(clients) == 0)
+        return CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: %s: \"clients\" must be a non-empty array", path);
     a->n_clients = json_array_size(clients);
     a->clients = calloc(a->n_clients, sizeof *a->clients);
-    if (!a->clients) {
-        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
-        goto out;
-    }
+    if (!a->clients)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     for (size_t i = 0; i < a->n_clients; i++) {
         if (load_client(json_array_get(clients, i), i, &a->clients[i], err) < 0)
-            goto out;
+            return -1;
         for (size_t k = 0; k < i; k++) {
-            if (strcmp(a->clients[k].id, a->clients[i].id) == 0) {
-                CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: clients[%zu]: duplicate id \"%s\"", i, a->clients[i].id);
-                goto out;
-            }
-            if (memcmp(a->clients[k].token_sha256, a->clients[i].token_sha256, 32) == 0) {
-                CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: clients[%zu]: duplicate token_sha256", i);
-                goto out;
-            }
+            if (strcmp(a->clients[k].id, a->clients[i].id) == 0)
+                return CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: clients[%zu]: duplicate id \"%s\"", i, a->clients[i].id);
+            if (memcmp(a->clients[k].token_sha256, a->clients[i].token_sha256, 32) == 0)
+                return CFG_ERR(err, "PLIMSOLL_CLIENTS_FILE: clients[%zu]: duplicate token_sha256", i);
         }
     }
-    rc = 0;
-out:
-    json_decref(root);
-    return rc;
+    return 0;
 }
 
 struct auth *auth_new(const char *clients_file, const char *token, struct plm_err *err)

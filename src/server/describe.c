@@ -9,6 +9,7 @@
  * them. No invalidation call exists to be forgotten: a stale answer needs an unchanged key.
  * The request is still decoded strictly on every call (an unknown key is refused as before).
  * Owns: the kept key and body per format, under one mutex (the loop threads share it). */
+#include "../core/cleanup.h"
 #include "describe.h"
 #include "rpc_int.h"
 
@@ -166,17 +167,16 @@ static void keep(struct describe_cache *dc, enum rpc_fmt fmt, const struct plm_d
 {
     struct walk w = {.build = true};
     walk_describe(&w, d, sess, has_sess);
-    char *body = w.oom ? NULL : malloc(ans->len ? ans->len : 1);
-    if (!body) {
-        free(w.buf);
+    cleanup_free unsigned char *key = w.buf;
+    cleanup_free char *body = w.oom ? NULL : malloc(ans->len ? ans->len : 1);
+    if (!body)
         return;
-    }
     memcpy(body, ans->body, ans->len);
     pthread_mutex_lock(&dc->mu);
     struct kept *k = &dc->fmt[fmt == RPC_PROTO];
-    free(k->key);
+    free(k->key); /* the answer kept before, replaced */
     free(k->body);
-    *k = (struct kept){.key = w.buf, .key_len = w.len, .body = body, .len = ans->len};
+    *k = (struct kept){.key = take_ptr(&key), .key_len = w.len, .body = take_ptr(&body), .len = ans->len};
     pthread_mutex_unlock(&dc->mu);
 }
 

@@ -327,6 +327,7 @@ struct gate *gate_new(const struct gate_config *cfg, struct plm_err *err)
     while (lead->n_loops < n) {
         struct gate *f = loop_new(&fc, cap);
         if (!f) {
+            lead->cfg.listen_fd = -1; /* a failed gate_new leaves the socket to its caller */
             gate_free(lead);
             plm_fail(err, ENOMEM, PLM_E_INTERNAL, "%s: out of memory", cfg->name);
             return NULL;

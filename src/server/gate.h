@@ -79,7 +79,7 @@ struct gate_handler {
 };
 
 struct gate_config {
-    int listen_fd;           /* bound, listening; the gate owns it from gate_new on */
+    int listen_fd;           /* bound, listening; the gate owns it once gate_new succeeded */
     unsigned max_conns;      /* connections held at once */
     unsigned per_peer;       /* connections per peer address */
     unsigned header_ms;      /* 0: LIM_HEADER_READ_MS */

@@ -32,6 +32,7 @@
 #include "session_rpc.h"
 #include "slots.h"
 #include "ui.h"
+#include "../core/cleanup.h"
 
 #define RPC_PREFIX "/plimsoll.v1.SandboxService/"
 #define INLINE_BODY_MAX (64u * 1024) /* a larger body is decoded on a worker, not the loop */
@@ -426,17 +427,14 @@ int srv_listen(const char *var, const char *addr, struct plm_err *err)
     socklen_t sl;
     if (plm_parse_hostport(addr, &ss, &sl) < 0)
         return plm_fail(err, 0, PLM_E_INVALID, "%s=\"%s\": expected host:port, [ipv6]:port or :port with a numeric host", var, addr);
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cleanup_close int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return plm_fail(err, errno, PLM_E_INTERNAL, "%s: socket: %s", var, strerror(errno));
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 1024) < 0) {
-        int e = errno;
-        close(fd);
-        return plm_fail(err, e, PLM_E_INTERNAL, "%s=%s: %s", var, addr, strerror(e));
-    }
-    return fd;
+    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 1024) < 0)
+        return plm_fail(err, errno, PLM_E_INTERNAL, "%s=%s: %s", var, addr, strerror(errno));
+    return take_fd(&fd);
 }
 
 static uint16_t bound_port(int fd)
@@ -454,17 +452,16 @@ static int start_listener(struct srv *s, const char *var, const char *addr, unsi
                           unsigned loops, const struct gate_handler *h, struct gate **gate_out, uint16_t *port,
                           struct plm_err *err)
 {
-    int fd = srv_listen(var, addr, err);
+    cleanup_close int fd = srv_listen(var, addr, err);
     if (fd < 0)
         return -1;
     *port = bound_port(fd);
     struct gate_config gc = {.listen_fd = fd, .max_conns = max_conns, .per_peer = per_peer, .tls = s->cfg.tls,
                              .name = var, .handler = *h, .workers = &s->workers, .loops = loops};
     struct gate *g = gate_new(&gc, err);
-    if (!g) {
-        close(fd);
-        return -1;
-    }
+    if (!g)
+        return -1; /* the socket is still ours: closed on the way out */
+    take_fd(&fd); /* the gate's from here on */
     if (gate_run(g, err) < 0) {
         gate_free(g);
         return -1;

@@ -2,6 +2,7 @@
  * control characters cannot forge a line. */
 #include "log.h"
 #include "log_text.h"
+#include "../core/cleanup.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@ void log_event(const char *level, const char *event, json_t *fields)
     if (fields)
         json_object_update(o, fields);
     json_decref(fields);
-    char *line = log_text ? log_text_line(o) : json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    cleanup_free char *line = log_text ? log_text_line(o) : json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);
     if (!line)
         return;
@@ -45,7 +46,6 @@ void log_event(const char *level, const char *event, json_t *fields)
     ssize_t w = write(STDERR_FILENO, line, n + 1);
     pthread_mutex_unlock(&log_mu);
     (void)w;
-    free(line);
 }
 
 void log_internal_error(const char *request_id, const char *detail, char id_out[17])

@@ -133,10 +133,3 @@ void rpc_decode_failed(struct rpc_answer *ans, const struct plm_err *err, const 
     ans->pre_handler = true; /* Connect's own decoding precedes the handler (§11.1 step 5) */
     ans->header_reason = PLM_REFUSAL_REQUEST;
 }
-
-void rpc_session_unsupported(struct rpc_answer *ans, const char *request_id)
-{
-    struct plm_err e;
-    plm_refuse(&e, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "sessions are not supported by this daemon");
-    rpc_error(ans, &e, request_id);
-}

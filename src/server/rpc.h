@@ -97,4 +97,3 @@ struct rpc_run *rpc_run_begin(const struct rpc_env *env, const struct rpc_call *
 void rpc_run_finish(struct rpc_run *r, struct rpc_answer *ans);
 void rpc_run_abandon(struct rpc_run *r);
 rpc_proc_fn rpc_describe;
-void rpc_session_unsupported(struct rpc_answer *ans, const char *request_id);

@@ -82,6 +82,12 @@ static struct answer call(const struct rpc_env *env, const char *caller, const c
 
 #define JS(extra) "{\"protocol\":3" extra ",\"javascript\":{\"code\":\"1\"}}"
 
+static bool gone_always(void *cls)
+{
+    (void)cls;
+    return true;
+}
+
 int main(void)
 {
     struct fake f = {.tier = PLM_TIER_PROCESS};
@@ -162,6 +168,23 @@ int main(void)
     CHECK(plm_err_is_refusal(&e));
     plm_fail(&e, 5, PLM_E_DEADLINE, "x");
     CHECK(!plm_err_is_refusal(&e) && e.errnum == 5);
+
+    /* The caller's context (rpc.h): the timeout header's syntax, and a context already ended. */
+    uint64_t ms = 0;
+    CHECK(rpc_parse_timeout_ms("1500", 4, &ms) == 0 && ms == 1500);
+    CHECK(rpc_parse_timeout_ms("0", 1, &ms) == 0 && ms == 0);
+    CHECK(rpc_parse_timeout_ms("9999999999", 10, &ms) == 0 && ms == 9999999999ull);
+    const char *bad[] = {"", "12345678901", "-5", "+5", " 5", "5 ", "1.5", "5ms", "0x10"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(rpc_parse_timeout_ms(bad[i], strlen(bad[i]), &ms) < 0);
+    struct rpc_call c = rpc_call_plain(NULL, "", RPC_JSON, "", 0);
+    CHECK(rpc_call_ended(&c, &e) == 0 && rpc_call_left_ms(&c, 5) == UINT64_MAX);
+    c.deadline_ms = 100;
+    CHECK(rpc_call_left_ms(&c, 40) == 60 && rpc_call_left_ms(&c, 100) == 0);
+    CHECK(rpc_call_ended(&c, &e) < 0 && e.kind == PLM_E_DEADLINE && e.refusal == PLM_REFUSAL_CAPACITY);
+    c.deadline_ms = RPC_NO_DEADLINE;
+    c.caller_gone = gone_always;
+    CHECK(rpc_call_ended(&c, &e) < 0 && e.kind == PLM_E_CANCELED && e.refusal == PLM_REFUSAL_CAPACITY);
 
     adm_free(adm);
     return unit_done();

@@ -82,12 +82,6 @@ static struct close_job *job_start(struct sess_svc *svc, struct sreg_session *s)
     return j;
 }
 
-static void until_ms(struct timespec *ts, uint64_t at_ms)
-{
-    ts->tv_sec = (time_t)(at_ms / 1000);
-    ts->tv_nsec = (long)(at_ms % 1000) * 1000000;
-}
-
 /* Step 5: 0 once the sandbox is gone (the job is freed, the turn still held); -1 with err the
  * context's code, unmarked, when the caller's context ended first: then the closer owns the job,
  * the turn and the handler's reference to the entry. */
@@ -109,9 +103,8 @@ static int wait_gone(struct close_job *j, const struct rpc_call *call, struct pl
                             "the session is still ending; close it again to collect its count");
         }
         uint64_t now = clock_mono_ms(), left = rpc_call_left_ms(call, now);
-        struct timespec ts;
-        until_ms(&ts, now + (left < CLOSE_POLL_MS ? left : CLOSE_POLL_MS));
-        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        struct timespec until = sess_wait_until(now + (left < CLOSE_POLL_MS ? left : CLOSE_POLL_MS));
+        pthread_cond_timedwait(&j->cv, &j->mu, &until);
     }
     pthread_mutex_unlock(&j->mu);
     pthread_join(j->thread, NULL);

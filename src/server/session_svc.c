@@ -240,13 +240,7 @@ static void *timer_main(void *arg)
     struct sess_svc *svc = arg;
     pthread_mutex_lock(&svc->mu);
     while (!svc->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += 200 * 1000 * 1000; /* timers are checked five times a second */
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
+        struct timespec until = sess_wait_until(clock_mono_ms() + 200); /* timers are checked five times a second */
         pthread_cond_timedwait(&svc->cv, &svc->mu, &until);
         if (svc->stop)
             break;

@@ -1,4 +1,5 @@
 /* tls.c: see tls.h. */
+#include "../core/cleanup.h"
 #include "tls.h"
 
 #include <errno.h>
@@ -171,11 +172,12 @@ out:
     return c;
 }
 
+DEFINE_CLEANUP(struct tls_store, tls_store_free)
+
 struct tls_store *tls_store_new(const char *cert_path, const char *key_path, struct plm_err *err)
 {
-    struct tls_store *t = calloc(1, sizeof *t);
+    struct tls_store *t cleanup_(tls_store_free) = calloc(1, sizeof *t);
     if (!t || !(t->cert_path = strdup(cert_path)) || !(t->key_path = strdup(key_path))) {
-        tls_store_free(t);
         plm_fail(err, ENOMEM, PLM_E_INTERNAL, "TLS: out of memory");
         return NULL;
     }
@@ -183,15 +185,12 @@ struct tls_store *tls_store_new(const char *cert_path, const char *key_path, str
     int rc = gnutls_priority_init2(&t->prio, TLS_PRIORITY, NULL, 0);
     if (rc < 0) {
         t->prio = NULL;
-        tls_store_free(t);
         plm_fail(err, 0, PLM_E_INTERNAL, "TLS: priority string: %s", gnutls_strerror(rc));
         return NULL;
     }
-    if (!(t->cur = load_pair(cert_path, key_path, err))) {
-        tls_store_free(t);
+    if (!(t->cur = load_pair(cert_path, key_path, err)))
         return NULL;
-    }
-    return t;
+    return take_ptr(&t);
 }
 
 int tls_store_reload(struct tls_store *t, struct plm_err *err)
