@@ -152,10 +152,11 @@ static int write_message(json_t *m)
     return r;
 }
 
-int cli_cmd_mcp(int argc, char **argv)
+/* Stage 1: the options. 0 to go on, or the exit status after a message; -h prints the usage and
+ * sets *help. */
+static int mcp_parse(int argc, char **argv, struct mcp_server *s, const char **url_flag, const char **backends,
+                     bool *help)
 {
-    struct mcp_server s = {0};
-    const char *url_flag = NULL, *backends = NULL;
     static const struct option opts[] = {
         {"url", required_argument, NULL, 'u'},
         {"token-file", required_argument, NULL, 'k'},
@@ -168,10 +169,10 @@ int cli_cmd_mcp(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
-        case 'u': url_flag = optarg; break;
-        case 'k': s.token_file = optarg; break;
-        case 'b': backends = optarg; break;
-        case 'h': cli_usage_mcp(stdout); return 0;
+        case 'u': *url_flag = optarg; break;
+        case 'k': s->token_file = optarg; break;
+        case 'b': *backends = optarg; break;
+        case 'h': cli_usage_mcp(stdout); *help = true; return 0;
         default:
             fprintf(stderr, "plimsoll mcp: %s `%s`\n(try `plimsoll mcp --help`)\n",
                     c == ':' ? "option needs a value:" : "unknown option", argv[optind - 1]);
@@ -182,24 +183,46 @@ int cli_cmd_mcp(int argc, char **argv)
         fprintf(stderr, "plimsoll mcp: unexpected argument `%s`\n", argv[optind]);
         return CLI_EXIT_USAGE;
     }
-    s.url = cli_base_url(url_flag);
-    struct plc_pool pool;
-    if (backends) {
-        struct plm_err err = {0};
-        if (url_flag || s.token_file) {
-            fprintf(stderr, "plimsoll mcp: --backends names every daemon with its own token: not with --url or "
-                            "--token-file\n");
-            return CLI_EXIT_USAGE;
-        }
-        plc_pool_init(&pool);
-        if (plc_pool_load(&pool, backends, &err) < 0) {
-            fprintf(stderr, "plimsoll mcp: %s\n", err.msg);
-            return CLI_EXIT_USAGE;
-        }
-        s.pool = &pool;
-        s.url = "the daemons of --backends";
-    }
+    return 0;
+}
 
+/* Stage 2, --backends: the pool every call is placed on (s->pool set). 0, or the exit status. */
+static int mcp_open_pool(struct mcp_server *s, struct plc_pool *pool, const char *url_flag, const char *backends)
+{
+    struct plm_err err = {0};
+    if (url_flag || s->token_file) {
+        fprintf(stderr, "plimsoll mcp: --backends names every daemon with its own token: not with --url or "
+                        "--token-file\n");
+        return CLI_EXIT_USAGE;
+    }
+    plc_pool_init(pool);
+    if (plc_pool_load(pool, backends, &err) < 0) {
+        fprintf(stderr, "plimsoll mcp: %s\n", err.msg);
+        return CLI_EXIT_USAGE;
+    }
+    s->pool = pool;
+    s->url = "the daemons of --backends";
+    return 0;
+}
+
+/* The answer to one line (NULL for none: a notification, a response, a blank line). */
+static json_t *answer_line(struct mcp_server *s, enum mcp_line got, const char *line, size_t len)
+{
+    if (got == MCP_LINE_TOO_LONG)
+        return error_answer(NULL, RPC_PARSE_ERROR, "message longer than %u bytes", MCP_LINE_MAX);
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+        i++;
+    if (i == len)
+        return NULL; /* blank lines between messages are tolerated */
+    json_error_t jerr;
+    cli_cleanup_json json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    return msg ? mcp_handle(s, msg) : error_answer(NULL, RPC_PARSE_ERROR, "parse error");
+}
+
+/* Stage 3: one answer per message line until the host closes standard input. The exit status. */
+static int mcp_serve(struct mcp_server *s)
+{
     struct mcp_reader rd;
     mcp_reader_init(&rd, STDIN_FILENO);
     int status = 0;
@@ -214,29 +237,30 @@ int cli_cmd_mcp(int argc, char **argv)
             status = CLI_EXIT_TRANSPORT;
             break;
         }
-        json_t *answer = NULL;
-        if (got == MCP_LINE_TOO_LONG) {
-            answer = error_answer(NULL, RPC_PARSE_ERROR, "message longer than %u bytes", MCP_LINE_MAX);
-        } else {
-            size_t i = 0;
-            while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
-                i++;
-            if (i == len)
-                continue; /* blank lines between messages are tolerated */
-            json_error_t jerr;
-            json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-            answer = msg ? mcp_handle(&s, msg) : error_answer(NULL, RPC_PARSE_ERROR, "parse error");
-            json_decref(msg);
-        }
+        cli_cleanup_json json_t *answer = answer_line(s, got, line, len);
         if (answer && write_message(answer) < 0) {
-            json_decref(answer);
             status = CLI_EXIT_TRANSPORT; /* the host went away */
             break;
         }
-        json_decref(answer);
     }
-    mcp_sessions_close_all(&s); /* the host went away: leave no session behind */
+    mcp_sessions_close_all(s); /* the host went away: leave no session behind */
     mcp_reader_done(&rd);
+    return status;
+}
+
+int cli_cmd_mcp(int argc, char **argv)
+{
+    struct mcp_server s = {0};
+    const char *url_flag = NULL, *backends = NULL;
+    bool help = false;
+    int r = mcp_parse(argc, argv, &s, &url_flag, &backends, &help);
+    if (r || help)
+        return r;
+    s.url = cli_base_url(url_flag);
+    struct plc_pool pool;
+    if (backends && (r = mcp_open_pool(&s, &pool, url_flag, backends)))
+        return r;
+    int status = mcp_serve(&s);
     if (s.pool)
         plc_pool_done(s.pool);
     return status;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/cleanup.h"
 #include "../core/limits.h"
 #include "mcp.h"
 
@@ -32,7 +33,7 @@ json_t *mcp_javascript_tool(void)
 /* The readable text of a run: the guest's output for a checked run, else what went wrong. */
 static char *run_text(const struct cli_run_call *call, const json_t *j, const char *url)
 {
-    char *buf = NULL;
+    cleanup_free char *buf = NULL;
     size_t n = 0;
     FILE *m = open_memstream(&buf, &n);
     if (!m)
@@ -66,11 +67,7 @@ static char *run_text(const struct cli_run_call *call, const json_t *j, const ch
         mcp_failure_text(m, o, url);
         break;
     }
-    if (fclose(m) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    return fclose(m) == 0 ? take_ptr(&buf) : NULL;
 }
 
 struct snippet_send {

@@ -18,7 +18,7 @@
 
 json_t *mcp_module_tool(const Plimsoll__V1__DescribeResponse *d)
 {
-    char *desc = NULL;
+    cleanup_free char *desc = NULL;
     size_t n = 0;
     FILE *m = open_memstream(&desc, &n);
     if (!m)
@@ -34,10 +34,8 @@ json_t *mcp_module_tool(const Plimsoll__V1__DescribeResponse *d)
     if (!e || e->n_languages == 0)
         fputs(" (none listed)", m);
     fputs(".", m);
-    if (fclose(m) != 0) {
-        free(desc);
+    if (fclose(m) != 0)
         return NULL;
-    }
     json_t *models = json_array();
     for (size_t i = 0; models && e && i < e->n_languages; i++)
         json_array_append_new(models, json_string(e->languages[i]));
@@ -56,7 +54,6 @@ json_t *mcp_module_tool(const Plimsoll__V1__DescribeResponse *d)
         "min_isolation", "type", "string", "enum", "process", "container", "kernel", "vm",
         "required", "model", "rows", "end_time", "step", "additionalProperties", 0,
         "annotations", "readOnlyHint", 0, "destructiveHint", 0, "openWorldHint", 0);
-    free(desc);
     return t;
 }
 
@@ -64,7 +61,7 @@ json_t *mcp_module_tool(const Plimsoll__V1__DescribeResponse *d)
 static char *module_text(const struct cli_run_call *call, const json_t *j, const char *url)
 {
     (void)j;
-    char *buf = NULL;
+    cleanup_free char *buf = NULL;
     size_t n = 0;
     FILE *m = open_memstream(&buf, &n);
     if (!m)
@@ -90,11 +87,7 @@ static char *module_text(const struct cli_run_call *call, const json_t *j, const
     } else {
         mcp_failure_text(m, &call->o, url);
     }
-    if (fclose(m) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    return fclose(m) == 0 ? take_ptr(&buf) : NULL;
 }
 
 static bool positive_number(json_t *v) { return json_is_number(v) && json_number_value(v) > 0; }

@@ -50,7 +50,7 @@ static bool string_array(json_t *a, size_t max, size_t max_len)
 /* The text of a project run: each step's output for a checked run, else what went wrong. */
 static char *project_text(const struct cli_run_call *call, const json_t *j, const char *url)
 {
-    char *buf = NULL;
+    cleanup_free char *buf = NULL;
     size_t n = 0;
     FILE *m = open_memstream(&buf, &n);
     if (!m)
@@ -88,11 +88,7 @@ static char *project_text(const struct cli_run_call *call, const json_t *j, cons
     } else {
         mcp_failure_text(m, &call->o, url);
     }
-    if (fclose(m) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    return fclose(m) == 0 ? take_ptr(&buf) : NULL;
 }
 
 struct project_send {

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/cleanup_json.h"
 #include "mcp.h"
 
 /* The tools a host can call, each in its own file; tools/call finds its row by name. A tool that
@@ -29,13 +28,11 @@ static const struct mcp_tool {
 /* The base tools, offered whatever the daemon is. */
 static json_t *base_tools(void)
 {
-    json_t *list = json_array();
+    cli_cleanup_json json_t *list = json_array();
     if (!list || json_array_append_new(list, mcp_javascript_tool()) < 0 ||
-        json_array_append_new(list, mcp_describe_tool()) < 0) {
-        json_decref(list);
+        json_array_append_new(list, mcp_describe_tool()) < 0)
         return NULL;
-    }
-    return json_pack("{s:o}", "tools", list);
+    return json_pack("{s:o}", "tools", take_ptr(&list));
 }
 
 /* The tools follow one Describe per list: run_project, the session tools and run_python only where
@@ -86,7 +83,7 @@ json_t *mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, int
             continue;
         if (args)
             return tools[i].call(s, args);
-        cleanup_json json_t *empty = json_object();
+        cli_cleanup_json json_t *empty = json_object();
         return empty ? tools[i].call(s, empty) : NULL;
     }
     *rpc_code = -32602;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/cleanup.h"
 #include "../core/module.h"
 #include "cli.h"
 
@@ -207,26 +208,27 @@ int cli_rows_parse(const char *buf, size_t len, struct cli_rows *out, char *why,
 int cli_rows_read_file(const char *path, struct cli_rows *out, char *why, size_t why_n)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    bool from_stdin = strcmp(path, "-") == 0;
+    cleanup_fclose FILE *opened = from_stdin ? NULL : fopen(path, "rb");
+    FILE *f = from_stdin ? stdin : opened;
     if (!f) {
         snprintf(why, why_n, "--rows `%s`: %s", path, strerror(errno));
         return -1;
     }
     size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
+    cleanup_free char *buf = malloc(cap);
+    bool oom = !buf;
+    while (!oom) {
         if (len == cap) {
             if (cap >= CLI_ROWS_FILE_MAX) {
-                free(buf);
-                buf = NULL;
-                if (f != stdin)
-                    fclose(f);
                 snprintf(why, why_n, "--rows `%s`: larger than %u bytes", path, CLI_ROWS_FILE_MAX);
                 return -1;
             }
             char *nb = realloc(buf, cap * 2);
-            if (!nb)
+            if (!nb) {
+                oom = true; /* never parse a file cut short */
                 break;
+            }
             buf = nb;
             cap *= 2;
         }
@@ -235,19 +237,13 @@ int cli_rows_read_file(const char *path, struct cli_rows *out, char *why, size_t
         if (got == 0)
             break;
     }
-    bool err = !buf || ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (err) {
-        free(buf);
-        snprintf(why, why_n, "--rows `%s`: %s", path, buf ? "read error" : "out of memory");
+    if (oom || ferror(f)) {
+        snprintf(why, why_n, "--rows `%s`: %s", path, oom ? "out of memory" : "read error");
         return -1;
     }
     char inner[400];
     int r = cli_rows_parse(buf, len, out, inner, sizeof inner);
-    free(buf);
     if (r < 0)
         snprintf(why, why_n, "--rows `%s`: %s", path, inner);
     return r;
 }
-

@@ -20,6 +20,8 @@
 #include "../core/limits.h"
 #include "cli.h"
 
+DEFINE_CLEANUP(DIR, closedir)
+
 #define WALK_DEPTH_MAX 64 /* directories nested below DIR */
 
 struct walk {
@@ -65,31 +67,26 @@ static int add_file(struct walk *w, int fd, const char *rel)
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         return fail(w, "`%s` is not a regular file", rel);
     size_t room = LIM_FILES_TOTAL_MAX - f->total;
-    char *data = NULL;
+    cleanup_free char *data = NULL;
     size_t len = 0;
     int r = plm_read_all(fd, room, &data, &len);
     if (r == -EFBIG)
         return fail(w, "the files exceed %u MiB in total (the wire's limit) at `%s`", LIM_FILES_TOTAL_MAX >> 20, rel);
     if (r < 0)
         return fail(w, "`%s`: %s", rel, strerror(-r));
-    if (strlen(data) != len || !cli_utf8_valid((const uint8_t *)data, len)) {
-        free(data);
+    if (strlen(data) != len || !cli_utf8_valid((const uint8_t *)data, len))
         return fail(w, "`%s` is not UTF-8 text without NUL bytes (the wire carries file contents as text)", rel);
-    }
-    char *p = strdup(rel);
+    cleanup_free char *p = strdup(rel);
     char **np = realloc(f->paths, (f->n + 1) * sizeof *np);
     if (np)
         f->paths = np;
     char **nc = np ? realloc(f->contents, (f->n + 1) * sizeof *nc) : NULL;
     if (nc)
         f->contents = nc;
-    if (!p || !np || !nc) {
-        free(p);
-        free(data);
+    if (!p || !np || !nc)
         return fail(w, "out of memory");
-    }
-    f->paths[f->n] = p;
-    f->contents[f->n] = data;
+    f->paths[f->n] = take_ptr(&p);
+    f->contents[f->n] = take_ptr(&data);
     f->n++;
     f->total += len;
     return 0;
@@ -155,39 +152,38 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, const char *p
     return add_file(w, fd, rel);
 }
 
+/* The names in dirfd (without . and ..) into *names / *n, the stream closed before the caller
+ * walks them, so an open directory costs one descriptor per level only while it is listed. */
+static int list_dir(struct walk *w, int dirfd, const char *prefix, char ***names, size_t *n)
+{
+    cleanup_close int dup_fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    DIR *d cleanup_(closedir) = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+    if (!d)
+        return fail(w, "`%s`: %s", *prefix ? prefix : ".", strerror(errno));
+    dup_fd = -1; /* the stream owns it now */
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (*n >= 4 * LIM_FILES_MAX) /* bound the listing itself, not only what is sent */
+            return fail(w, "`%s` holds more than %d entries", *prefix ? prefix : ".", 4 * LIM_FILES_MAX);
+        char **nn = realloc(*names, (*n + 1) * sizeof *nn);
+        if (nn)
+            *names = nn;
+        char *s = nn ? strdup(e->d_name) : NULL;
+        if (!s)
+            return fail(w, "out of memory");
+        (*names)[(*n)++] = s;
+    }
+    return 0;
+}
+
 /* Entries in byte order, so the request (and its digest) does not depend on readdir's order. */
 static int walk_dir(struct walk *w, int dirfd, const char *prefix, int depth)
 {
-    int dup_fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
-    if (!d) {
-        if (dup_fd >= 0)
-            close(dup_fd);
-        return fail(w, "`%s`: %s", *prefix ? prefix : ".", strerror(errno));
-    }
     char **names = NULL;
     size_t n = 0;
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (n >= 4 * LIM_FILES_MAX) { /* bound the listing itself, not only what is sent */
-            rc = fail(w, "`%s` holds more than %d entries", *prefix ? prefix : ".", 4 * LIM_FILES_MAX);
-            break;
-        }
-        char **nn = realloc(names, (n + 1) * sizeof *nn);
-        char *s = strdup(e->d_name);
-        if (nn)
-            names = nn;
-        if (!nn || !s) {
-            free(s);
-            rc = fail(w, "out of memory");
-            break;
-        }
-        names[n++] = s;
-    }
-    closedir(d);
+    int rc = list_dir(w, dirfd, prefix, &names, &n);
     if (rc == 0)
         qsort(names, n, sizeof *names, name_cmp);
     for (size_t i = 0; i < n; i++) {
@@ -246,28 +242,25 @@ int cli_out_prepare(const char *dir, bool *created, char *why, size_t why_n)
         snprintf(why, why_n, "--out `%s`: %s", dir, strerror(errno));
         return -1;
     }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, why_n, "--out `%s`: %s", dir, strerror(errno));
         return -1;
     }
-    int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+    cleanup_close int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    DIR *d cleanup_(closedir) = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+    if (d)
+        dup_fd = -1; /* the stream owns it now */
     bool empty = d != NULL;
     struct dirent *e;
     while (d && (e = readdir(d)))
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
             empty = false;
-    if (d)
-        closedir(d);
-    else if (dup_fd >= 0)
-        close(dup_fd);
     if (!empty) {
         snprintf(why, why_n, "--out `%s` exists and is not empty (artifacts never overwrite files)", dir);
-        close(fd);
         return -1;
     }
-    return fd;
+    return take_fd(&fd);
 }
 
 /* Opens (creating when absent) the directory `name` under dirfd, never through a symlink. */
@@ -289,13 +282,12 @@ int cli_artifact_write(int out_fd, const char *path, const uint8_t *data, size_t
         snprintf(why, why_n, "out of memory");
         return -1;
     }
-    int dfd = fcntl(out_fd, F_DUPFD_CLOEXEC, 0);
+    cleanup_close int dfd = fcntl(out_fd, F_DUPFD_CLOEXEC, 0);
     char *p = copy, *slash;
     while (dfd >= 0 && (slash = strchr(p, '/'))) {
         *slash = 0;
-        int next = sub_dir(dfd, p);
-        close(dfd);
-        dfd = next;
+        cleanup_close int parent = take_fd(&dfd);
+        dfd = sub_dir(parent, p);
         p = slash + 1;
     }
     if (dfd < 0) {
@@ -306,7 +298,6 @@ int cli_artifact_write(int out_fd, const char *path, const uint8_t *data, size_t
     if (fd < 0) {
         snprintf(why, why_n, "%s", errno == EEXIST ? "a file of that name already exists (not overwritten)"
                                                    : strerror(errno));
-        close(dfd);
         return -1;
     }
     int w = plm_write_all(fd, data, len, 0);
@@ -319,6 +310,5 @@ int cli_artifact_write(int out_fd, const char *path, const uint8_t *data, size_t
         unlinkat(dfd, p, 0);
         snprintf(why, why_n, "write: %s", strerror(saved));
     }
-    close(dfd);
     return w < 0 ? -1 : 0;
 }

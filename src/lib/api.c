@@ -143,13 +143,10 @@ PLIMSOLL_EXPORT plimsoll_status plimsoll_describe(plimsoll_client *c, size_t i, 
     *out = NULL;
     if (result)
         *result = NULL;
-    plimsoll_result *r = api_result_new();
-    plimsoll_info *d = calloc(1, sizeof *d);
-    if (!r || !d || i >= c->pool.n) {
-        free(r);
-        free(d);
+    plimsoll_result *r cleanup_result = api_result_new();
+    cleanup_free plimsoll_info *d = calloc(1, sizeof *d);
+    if (!r || !d || i >= c->pool.n)
         return PLIMSOLL_INVALID;
-    }
     snprintf(r->choice.backend, sizeof r->choice.backend, "%s", c->pool.b[i].name);
     d->d = cli_describe_call(&c->pool.b[i].conn, &r->call.o);
     if (d->d)
@@ -157,13 +154,9 @@ PLIMSOLL_EXPORT plimsoll_status plimsoll_describe(plimsoll_client *c, size_t i, 
     result_finish(r);
     plimsoll_status st = r->status;
     if (d->d)
-        *out = d;
-    else
-        free(d);
+        *out = take_ptr(&d);
     if (result)
-        *result = r;
-    else
-        plimsoll_result_free(r);
+        *result = take_ptr(&r);
     return st;
 }
 

@@ -3,6 +3,7 @@
  * exists twice. */
 #pragma once
 #include "../../include/plimsoll.h"
+#include "../core/cleanup.h"
 #include "client.h"
 
 #define PLIMSOLL_EXPORT __attribute__((visibility("default")))
@@ -27,6 +28,9 @@ void api_err(char *err, size_t n, const char *msg);
 plimsoll_status api_status(enum cli_verdict v);
 /* A result for a call that ends before any send (bad argument or out of memory). */
 plimsoll_result *api_result_new(void);
+/* A result owned by the scope until handed on with take_ptr(). */
+DEFINE_CLEANUP(plimsoll_result, plimsoll_result_free)
+#define cleanup_result cleanup_(plimsoll_result_free)
 /* The internal requirement for a public one (prefer adapted); `adapter` must outlive it. */
 struct api_prefer {
     int (*fn)(const plimsoll_info *a, const plimsoll_info *b, void *ctx);

@@ -36,14 +36,12 @@ static int capture_begin(plimsoll_session *ps, struct capture *c)
 {
     memset(c, 0, sizeof *c);
     ps->s.out = open_memstream(&c->out, &c->out_n);
-    ps->s.err = open_memstream(&c->err, &c->err_n);
-    if (!ps->s.out || !ps->s.err) {
+    ps->s.err = ps->s.out ? open_memstream(&c->err, &c->err_n) : NULL;
+    if (!ps->s.err) {
         if (ps->s.out)
-            fclose(ps->s.out);
-        if (ps->s.err)
-            fclose(ps->s.err);
+            fclose(ps->s.out); /* sets c->out, freed next */
+        ps->s.out = NULL;
         free(c->out);
-        free(c->err);
         return -1;
     }
     return 0;
@@ -72,13 +70,10 @@ PLIMSOLL_EXPORT plimsoll_status plimsoll_session_open(plimsoll_client *c, const 
     *out = NULL;
     if (opened)
         *opened = NULL;
-    plimsoll_session *ps = calloc(1, sizeof *ps);
-    plimsoll_result *r = api_result_new();
-    if (!ps || !r || !language || strlen(language) >= sizeof ps->language) {
-        free(ps);
-        free(r);
+    cleanup_free plimsoll_session *ps = calloc(1, sizeof *ps);
+    plimsoll_result *r cleanup_result = api_result_new();
+    if (!ps || !r || !language || strlen(language) >= sizeof ps->language)
         return PLIMSOLL_INVALID;
-    }
     snprintf(ps->language, sizeof ps->language, "%s", language);
     ps->s.language = ps->language;
     ps->s.timeout_ms = timeout_ms;
@@ -101,11 +96,10 @@ PLIMSOLL_EXPORT plimsoll_status plimsoll_session_open(plimsoll_client *c, const 
             ps->s.floor = minimum_isolation ? minimum_isolation : "";
             rc = plc_session_open(&c->pool, &req, &ps->s, NULL, &ps->choice);
         }
-        char *report = NULL;
+        cleanup_free char *report = NULL;
         capture_end(ps, &cap, NULL, &report);
         snprintf(r->call.o.message, sizeof r->call.o.message, "%s", ps->s.opened.message[0] ? ps->s.opened.message
                                                                                              : (report ? report : ""));
-        free(report);
     }
     r->choice = ps->choice;
     r->call.o.verdict = ps->s.opened.verdict;
@@ -115,13 +109,9 @@ PLIMSOLL_EXPORT plimsoll_status plimsoll_session_open(plimsoll_client *c, const 
         cli_reason_name(r->call.o.refusal, r->reason, sizeof r->reason);
     plimsoll_status st = r->status;
     if (opened)
-        *opened = r;
-    else
-        plimsoll_result_free(r);
+        *opened = take_ptr(&r);
     if (st == PLIMSOLL_OK)
-        *out = ps;
-    else
-        free(ps);
+        *out = take_ptr(&ps);
     return st;
 }
 

@@ -51,14 +51,14 @@ int plc_pool_add(struct plc_pool *p, const char *name, const char *url, const ch
 {
     if (!name_valid(name))
         return plm_fail(err, 0, PLM_E_INVALID,
-                           "backend name `%.80s`: 1 to %d of A-Z a-z 0-9 . _ -", name ? name : "", PLC_NAME_MAX - 1);
+                        "backend name `%.80s`: 1 to %d of A-Z a-z 0-9 . _ -", name ? name : "", PLC_NAME_MAX - 1);
     if (plc_pool_find(p, name))
         return plm_fail(err, 0, PLM_E_INVALID, "backend `%s` is named twice", name);
     if (p->n == PLC_BACKENDS_MAX)
         return plm_fail(err, 0, PLM_E_INVALID, "more than %d backends", PLC_BACKENDS_MAX);
     if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) || strlen(url) > 2048)
         return plm_fail(err, 0, PLM_E_INVALID, "backend `%s`: url must be http:// or https://",
-                           name);
+                        name);
     struct plc_backend *b = &p->b[p->n];
     snprintf(b->name, sizeof b->name, "%s", name);
     b->url = strdup(url);
@@ -115,7 +115,7 @@ static int load_entry(struct plc_pool *p, json_t *e, size_t i, const char *dir, 
     const char *token_file = opt_string(e, "token_file", &bad), *ca = opt_string(e, "ca", &bad);
     if (bad || !name || !url)
         return plm_fail(err, 0, PLM_E_INVALID,
-                           "entry %zu: name and url are required strings; token_file and ca non-empty strings", i + 1);
+                        "entry %zu: name and url are required strings; token_file and ca non-empty strings", i + 1);
     cleanup_free char *tf = token_file ? resolve(dir, token_file) : NULL;
     cleanup_free char *caf = ca ? resolve(dir, ca) : NULL;
     if ((token_file && !tf) || (ca && !caf))
@@ -142,12 +142,12 @@ int plc_pool_load(struct plc_pool *p, const char *path, struct plm_err *err)
     int r = plm_read_all(fd, BACKENDS_FILE_MAX, &buf, &len);
     if (r < 0)
         return plm_fail(err, -r, PLM_E_INVALID, "backends file `%s`: %s", path,
-                           r == -EFBIG ? "larger than 64 KiB" : strerror(-r));
+                        r == -EFBIG ? "larger than 64 KiB" : strerror(-r));
     json_error_t je;
     cli_cleanup_json json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
     if (!j || !json_is_array(j) || json_array_size(j) == 0)
         return plm_fail(err, 0, PLM_E_INVALID, "backends file `%s`: %s", path,
-                           j ? "must be a non-empty JSON array of backends" : je.text);
+                        j ? "must be a non-empty JSON array of backends" : je.text);
     cleanup_free char *copy = strdup(path);
     if (!copy)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");

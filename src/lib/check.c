@@ -276,74 +276,85 @@ static bool rule_satisfied(const Plimsoll__V1__SoftwareRule *rule, const char *i
     return false;
 }
 
-int cli_check_record(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__RunResponse *resp,
-                     struct plm_err *err)
+/* Steps 1-3: a record is present, at the version the protocol sent needs. */
+static int record_version(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__RunRecord *rec,
+                          struct plm_err *err)
 {
-    const Plimsoll__V1__RunRecord *rec = resp->record;
-    char hex[PLM_HEX_SHA256];
-    int r;
-
-    /* 1. present */
     if (!rec)
         return mismatch(err, "no record");
-    /* 2-3. version */
     if (rec->version != 1 && rec->version != 2)
-        return plm_fail(err, 0, PLM_E_MISMATCH,
-                           "record mismatch: version error: record version %u", rec->version);
+        return plm_fail(err, 0, PLM_E_MISMATCH, "record mismatch: version error: record version %u", rec->version);
     if (sent->protocol >= 2 && rec->version != 2)
         return plm_fail(err, 0, PLM_E_MISMATCH,
-                           "record mismatch: version error: protocol %u needs a version 2 record, got %u",
-                           sent->protocol, rec->version);
+                        "record mismatch: version error: protocol %u needs a version 2 record, got %u",
+                        sent->protocol, rec->version);
     if (rec->version == 1 && (*str_or_empty(rec->software_identity) || *str_or_empty(rec->software_rule_id)))
         return mismatch(err, "version 1 record carries software fields");
+    return 0;
+}
 
-    /* 4. the request digest, from the message we encoded and sent */
+/* Steps 4-5: the request digest from the message we encoded and sent, the result digest from the
+ * response as received. */
+static int record_digests(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__RunResponse *resp,
+                          const Plimsoll__V1__RunRecord *rec, struct plm_err *err)
+{
+    char hex[PLM_HEX_SHA256];
     struct wire_request_view rv = {0};
-    r = wire_request_view(sent, &rv, err);
-    if (r < 0)
+    if (wire_request_view(sent, &rv, err) < 0)
         return plm_err_wrap(err, "record check: request view");
     rec_request_digest(&rv.req, hex);
     wire_request_view_done(&rv);
     if (strcmp(hex, str_or_empty(rec->request_sha256)) != 0)
         return mismatch(err, "request_sha256 differs from the digest of the request sent");
 
-    /* 5. the result digest, from the response as received */
     struct wire_result_view sv = {0};
-    r = wire_result_view(resp, &sv, err);
-    if (r < 0)
+    if (wire_result_view(resp, &sv, err) < 0)
         return plm_err_wrap(err, "record check: result view");
     rec_result_digest(&sv.res, hex);
     wire_result_view_done(&sv);
     if (strcmp(hex, str_or_empty(rec->result_sha256)) != 0)
         return mismatch(err, "result_sha256 differs from the digest of the result received");
+    return 0;
+}
+
+/* Step 7, version 2: environment, software identity, and the rule we sent. */
+static int record_software(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__RunResponse *resp,
+                           const Plimsoll__V1__RunRecord *rec, struct plm_err *err)
+{
+    if (strcmp(str_or_empty(rec->environment), str_or_empty(resp->environment)) != 0)
+        return mismatch(err, "environment differs from the answer's environment");
+    if (strcmp(str_or_empty(rec->software_identity), str_or_empty(resp->software_identity)) != 0)
+        return mismatch(err, "software_identity differs from the answer's software identity");
+    const Plimsoll__V1__SoftwareRule *rule = sent->software_rule;
+    const char *mode = rule ? str_or_empty(rule->mode) : "";
+    size_t n_ids = rule ? rule->n_identities : 0;
+    cleanup_free char *rule_id = rec_rule_id(mode, rule ? (const char *const *)rule->identities : NULL, n_ids);
+    if (!rule_id)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "record check: out of memory");
+    if (strcmp(rule_id, str_or_empty(rec->software_rule_id)) != 0)
+        return mismatch(err, "software_rule_id differs from the rule sent");
+    if (rule_sent(rule) && !rule_satisfied(rule, resp->software_identity))
+        return mismatch(err, "software identity does not satisfy the rule sent");
+    return 0;
+}
+
+int cli_check_record(const Plimsoll__V1__RunRequest *sent, const Plimsoll__V1__RunResponse *resp,
+                     struct plm_err *err)
+{
+    const Plimsoll__V1__RunRecord *rec = resp->record;
+    if (record_version(sent, rec, err) < 0 || record_digests(sent, resp, rec, err) < 0)
+        return -1;
 
     /* 6. evidence fields, byte for byte */
     if (strcmp(str_or_empty(rec->provider), str_or_empty(resp->sandbox)) != 0)
         return mismatch(err, "provider differs from the answer's sandbox");
     if (strcmp(str_or_empty(rec->isolation), str_or_empty(resp->isolation)) != 0)
         return mismatch(err, "isolation differs from the answer's isolation");
-
-    /* 7. version 2: environment, software identity, rule */
-    if (rec->version == 2) {
-        if (strcmp(str_or_empty(rec->environment), str_or_empty(resp->environment)) != 0)
-            return mismatch(err, "environment differs from the answer's environment");
-        if (strcmp(str_or_empty(rec->software_identity), str_or_empty(resp->software_identity)) != 0)
-            return mismatch(err, "software_identity differs from the answer's software identity");
-        const Plimsoll__V1__SoftwareRule *rule = sent->software_rule;
-        const char *mode = rule ? str_or_empty(rule->mode) : "";
-        size_t n_ids = rule ? rule->n_identities : 0;
-        cleanup_free char *rule_id =
-            rec_rule_id(mode, rule ? (const char *const *)rule->identities : NULL, n_ids);
-        if (!rule_id)
-            return plm_fail(err, ENOMEM, PLM_E_INTERNAL,
-                               "record check: out of memory");
-        if (strcmp(rule_id, str_or_empty(rec->software_rule_id)) != 0)
-            return mismatch(err, "software_rule_id differs from the rule sent");
-        if (rule_sent(rule) && !rule_satisfied(rule, resp->software_identity))
-            return mismatch(err, "software identity does not satisfy the rule sent");
-    }
+    if (rec->version == 2 && record_software(sent, resp, rec, err) < 0)
+        return -1;
 
     /* 8. the record digest, recomputed from the record's own fields */
+    char hex[PLM_HEX_SHA256];
     struct plm_record pr;
     wire_record_view(rec, &pr);
     rec_record_digest(&pr, hex);

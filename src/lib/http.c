@@ -78,7 +78,7 @@ static int token_clean(const char *buf, size_t len, char **out, const char *what
     for (size_t i = start; i < len; i++)
         if (buf[i] < 0x21 || buf[i] > 0x7e)
             return plm_fail(err, 0, PLM_E_INVALID,
-                               "%s holds a character that is not visible ASCII", what);
+                            "%s holds a character that is not visible ASCII", what);
     char *tok = malloc(len - start + 1);
     if (!tok)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
@@ -98,13 +98,13 @@ int cli_token_load(const char *token_file, char **out, struct plm_err *err)
         size_t n = strnlen(env, LIM_TOKEN_MAX + 1);
         if (n > LIM_TOKEN_MAX)
             return plm_fail(err, 0, PLM_E_INVALID, "$PLIMSOLL_TOKEN is longer than %u bytes",
-                               (unsigned)LIM_TOKEN_MAX);
+                            (unsigned)LIM_TOKEN_MAX);
         return token_clean(env, n, out, "$PLIMSOLL_TOKEN", err);
     }
     cleanup_close int fd = open(token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
         return plm_fail(err, errno, PLM_E_INVALID, "token file `%s`: %s", token_file,
-                           strerror(errno));
+                        strerror(errno));
     char buf[LIM_TOKEN_MAX + 2];
     size_t len = 0;
     for (;;) {
@@ -115,7 +115,7 @@ int cli_token_load(const char *token_file, char **out, struct plm_err *err)
             int e = errno;
             explicit_bzero(buf, sizeof buf);
             return plm_fail(err, e, PLM_E_INVALID, "token file `%s`: %s", token_file,
-                               strerror(e));
+                            strerror(e));
         }
         if (n == 0)
             break;
@@ -123,7 +123,7 @@ int cli_token_load(const char *token_file, char **out, struct plm_err *err)
         if (len == sizeof buf) {
             explicit_bzero(buf, sizeof buf);
             return plm_fail(err, 0, PLM_E_INVALID, "token file `%s` is larger than %u bytes",
-                               token_file, (unsigned)LIM_TOKEN_MAX);
+                            token_file, (unsigned)LIM_TOKEN_MAX);
         }
     }
     char what[64 + 16];
