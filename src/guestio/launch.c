@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../confine/exe.h"
 #include "../core/cleanup.h"
 #include "confine.h"
 #include "frame.h"
@@ -43,44 +44,15 @@ static int64_t now_ms(void)
  * tree's. Opened once per server; every spawn execs this descriptor. */
 int gio_helper_open(const char *configured, struct plm_err *err)
 {
-    char self[PATH_MAX], cand[2][PATH_MAX];
-    int n = 0;
-    if (configured) {
-        snprintf(cand[n++], PATH_MAX, "%s", configured);
-    } else {
-        ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (k > 0) {
-            self[k] = 0;
-            char *slash = strrchr(self, '/');
-            if (slash) {
-                *slash = 0;
-                snprintf(cand[n++], PATH_MAX, "%.*s/" GIO_HELPER_NAME, PATH_MAX - 64, self);
-            }
-        }
-        if (GIO_HELPER_BUILD_PATH[0])
-            snprintf(cand[n++], PATH_MAX, "%s", GIO_HELPER_BUILD_PATH);
-    }
-    for (int i = 0; i < n; i++) {
-        int fd = open(cand[i], O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        struct stat sb;
-        /* Fail closed on a binary anyone but root and us could swap. */
-        if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & (S_IWGRP | S_IWOTH)) ||
-            !(sb.st_mode & S_IXUSR) || (sb.st_uid != 0 && sb.st_uid != geteuid())) {
-            close(fd);
-            return plm_err_set(err, EPERM, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "guestio helper \"%s\" is not a private executable file", cand[i]);
-        }
-        /* Above 4, so the spawn's dup2 onto 0-4 never overwrites it first. */
-        int hi = fcntl(fd, F_DUPFD_CLOEXEC, 5);
-        close(fd);
-        if (hi < 0)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio helper fd: %s", strerror(errno));
-        return hi;
-    }
-    return plm_err_set(err, ENOENT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio helper \"%s\" not found",
-                       n ? cand[0] : GIO_HELPER_NAME);
+    int fd = open_trusted_exe(configured, GIO_HELPER_NAME, GIO_HELPER_BUILD_PATH, "guestio helper", NULL, 0, err);
+    if (fd < 0)
+        return -1;
+    /* Above 4, so the spawn's dup2 onto 0-4 never overwrites it first. */
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 5);
+    close(fd);
+    if (hi < 0)
+        return plm_fail(err, errno, PLM_E_INTERNAL, "guestio helper fd: %s", strerror(errno));
+    return hi;
 }
 
 /* A root daemon's helper runs as GIO_HELPER_USER, else GIO_HELPER_UID, never as an account

@@ -1,5 +1,5 @@
 /* jail.c: the jail every QEMU runs in (jail.h). The one file of this provider that calls clone,
- * mount, pivot_root, setrlimit, setresuid or prctl (STYLE.md §1).
+ * mount, pivot_root, setresuid or prctl; its rlimits and no_new_privs are confine/steps.c's.
  * Trusts: the host's QEMU installation (Debian's package) and the kernel and initramfs the
  *   provider hashed; nothing from a guest (no guest byte is read here).
  * Invariant: QEMU never runs as root, never holds a capability, never sees a host file beyond
@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../confine/steps.h"
 #include "../../core/cleanup.h"
 
 #define TRACE_MAX (64 * 1024)
@@ -213,6 +214,13 @@ static int touch(const char *path)
     return 0;
 }
 
+/* The child's walls, in the order of confine/steps.h where QEMU lets it: the parent-death
+ * signal; ids before everything else (the jail's files must be owned by an id mapped in the new
+ * user namespace, and raw syscalls, not glibc's, in this raw clone), which clears the signal, so
+ * it is armed again; then the mounts and pivot_root, which steps.h has no row for; the
+ * descriptors (cf_close_from); the environment is none (execve's envp); the rlimit table
+ * (cf_set_limits); no_new_privs (cf_no_new_privs); and in place of our filter, QEMU's own
+ * seccomp sandbox (-sandbox on), which it loads after exec. */
 __attribute__((noreturn)) static void child(const struct mv_jail *j, char *const argv[], const int *fds, int n_fds,
                                             unsigned fsize_mb, int sync_fd)
 {
@@ -275,16 +283,18 @@ __attribute__((noreturn)) static void child(const struct mv_jail *j, char *const
     for (int i = 1; i < n_fds; i++)
         if (dup2(hi[i], 2 + i) < 0)
             _exit(JX_FDS);
-    if (syscall(SYS_close_range, 2 + n_fds, ~0U, 0) < 0)
+    if (cf_close_from(2 + n_fds) < 0)
         _exit(JX_FDS);
 
-    struct rlimit core = {0, 0}, nofile = {64, 64};
-    rlim_t fs = fsize_mb ? (rlim_t)fsize_mb << 20 : 0;
-    struct rlimit fsize = {fs, fs};
-    if (setrlimit(RLIMIT_CORE, &core) < 0 || setrlimit(RLIMIT_NOFILE, &nofile) < 0 ||
-        setrlimit(RLIMIT_FSIZE, &fsize) < 0)
+    /* QEMU writes no core and no file but a template's state (fsize_mb; 0 for every other VM). */
+    const struct cf_rlimit limits[] = {
+        {RLIMIT_CORE, 0},
+        {RLIMIT_NOFILE, 64},
+        {RLIMIT_FSIZE, (uint64_t)fsize_mb << 20},
+    };
+    if (cf_set_limits(limits, sizeof limits / sizeof limits[0]) < 0)
         _exit(JX_LIMITS);
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    if (cf_no_new_privs() < 0)
         die(2, JX_IDS, "no_new_privs", "");
     char *const envp[] = {NULL};
     execve(j->qemu_in_jail, argv, envp);

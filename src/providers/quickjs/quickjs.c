@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "../../core/cleanup.h"
 #include "../../core/limits.h"
 #include "../../core/provider_gate.h"
+#include "../../confine/exe.h"
 #include "qjs_int.h"
 
 #ifndef QJS_WORKER_BUILD_PATH
@@ -171,42 +171,11 @@ static const struct plm_provider_ops qjs_ops = {
 };
 
 /* The worker binary: configured, else beside the daemon (/proc/self/exe), else the build
- * directory's. Opened once; the hash and every exec use this descriptor. */
+ * directory's, under the one trust rule (confine/exe.h). Opened once; the hash and every exec
+ * use this descriptor. */
 static int open_worker(const char *configured, char *used, size_t used_len, struct plm_err *err)
 {
-    char self[PATH_MAX];
-    char cand[3][PATH_MAX];
-    int n = 0;
-    if (configured) {
-        snprintf(cand[n++], PATH_MAX, "%s", configured);
-    } else {
-        ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (k > 0) {
-            self[k] = 0;
-            snprintf(cand[n++], PATH_MAX, "%.*s/%s", PATH_MAX - 64, dirname(self), QJS_WORKER_NAME);
-        }
-        if (QJS_WORKER_BUILD_PATH[0])
-            snprintf(cand[n++], PATH_MAX, "%s", QJS_WORKER_BUILD_PATH);
-    }
-    for (int i = 0; i < n; i++) {
-        int fd = open(cand[i], O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        struct stat sb;
-        /* Fail closed on a binary anyone could swap under us. */
-        if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & (S_IWGRP | S_IWOTH)) ||
-            !(sb.st_mode & S_IXUSR)) {
-            close(fd);
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "quickjs worker `%s` is not a private executable file", cand[i]);
-        }
-        size_t n_used = strnlen(cand[i], used_len - 1);
-        memcpy(used, cand[i], n_used);
-        used[n_used] = 0;
-        return fd;
-    }
-    return plm_err_set(err, ENOENT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker `%s` not found",
-                       n ? cand[0] : QJS_WORKER_NAME);
+    return open_trusted_exe(configured, QJS_WORKER_NAME, QJS_WORKER_BUILD_PATH, "quickjs worker", used, used_len, err);
 }
 
 static int hash_fd(int fd, char hex[65], struct plm_err *err)
