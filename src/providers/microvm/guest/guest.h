@@ -1,5 +1,6 @@
-/* guest.h: the microvm guest agent's internals (init.c, probes.c, project.c, session.c). Runs
- * inside the VM only. */
+/* guest.h: the microvm guest agent's internals. Runs inside the VM only. The files call down,
+ * never in a ring: init.c (PID 1) calls session.c, serve.c and probes.c; session.c calls
+ * serve.c; serve.c calls project.c; every one of them calls port.c, which calls none. */
 #pragma once
 #include <stdint.h>
 
@@ -15,6 +16,11 @@
 #define GS_EXIT_MEMORY 125   /* no memory for a host reply */
 #define GS_EXIT_FORK 126     /* fork failed: no guest code ran */
 
+/* ---- port.c ---- */
+/* PID 1 records the port it opened (-1: none). */
+void gs_port_set(int fd);
+/* A number from the kernel command line ("plm.disk="), or def when absent or out of range. */
+uint32_t gs_cmdline_u32(const char *key, uint32_t def);
 /* Sends one frame to the host over the port. Returns 0 or -1. */
 int gs_send(uint16_t type, uint64_t seq, const void *payload, uint32_t len);
 /* Runs the negative probes inside the guest and sends one PROBE_RESULT (startup evidence). */
@@ -26,6 +32,10 @@ __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32
 int gs_port(void);
 /* PID 1 waits for the host to kill the VM (it must never exit). */
 __attribute__((noreturn)) void gs_idle_forever(void);
+/* ---- serve.c ---- */
+/* The engine's finish (jsrt_finish_fn): one RESULT frame (or the session kernel's), then exit. */
+__attribute__((noreturn)) void gs_finish_run(int32_t exit_code, bool timed_out, const struct jsrt_out *out,
+                                             const struct jsrt_out *err);
 /* In a child: the run uid, no groups, no_new_privs, the run's rlimits. 0 or -1. */
 int gs_drop_privileges(void);
 /* One RUN (or PROJECT) with its seq in a fresh run process; PID 1 waits for it (DIED when it ends
