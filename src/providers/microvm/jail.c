@@ -36,18 +36,18 @@
 static int add_file(struct mv_jail *j, const char *host_path, const char *jail_path, struct plm_err *err)
 {
     if (j->n_files == MV_JAIL_FILES_MAX)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: too many files");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: too many files");
     struct mv_jail_file *f = &j->files[j->n_files];
     if (!realpath(host_path, f->src))
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: `%s`: %s", host_path,
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: `%s`: %s", host_path,
                            strerror(errno));
     struct statvfs sv;
     if (statvfs(f->src, &sv) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: statvfs `%s`", f->src);
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: statvfs `%s`", f->src);
     f->lock_flags = (sv.f_flag & ST_NOSUID ? MS_NOSUID : 0) | (sv.f_flag & ST_NODEV ? MS_NODEV : 0) |
                     (sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0);
     if (snprintf(f->dst, sizeof f->dst, "%s%s", j->root, jail_path) >= (int)sizeof f->dst)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: path too long");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: path too long");
     /* Every ancestor directory of the jail path, parents first, once. */
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", jail_path);
@@ -55,13 +55,13 @@ static int add_file(struct mv_jail *j, const char *host_path, const char *jail_p
         *s = 0;
         char d[PATH_MAX];
         if (snprintf(d, sizeof d, "%s%.3900s", j->root, tmp) >= (int)sizeof d)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: path too long");
+            return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: path too long");
         bool have = false;
         for (int i = 0; i < j->n_dirs && !have; i++)
             have = strcmp(j->dirs[i], d) == 0;
         if (!have) {
             if (j->n_dirs == MV_JAIL_DIRS_MAX)
-                return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: too many directories");
+                return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: too many directories");
             memcpy(j->dirs[j->n_dirs++], d, sizeof d);
         }
         *s = '/';
@@ -76,7 +76,7 @@ static int trace_libs(struct mv_jail *j, const char *qemu, struct plm_err *err)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: pipe");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: pipe");
     pid_t pid = fork();
     if (pid == 0) {
         dup2(pfd[1], 1);
@@ -88,7 +88,7 @@ static int trace_libs(struct mv_jail *j, const char *qemu, struct plm_err *err)
     close(pfd[1]);
     if (pid < 0) {
         close(pfd[0]);
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: fork");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: fork");
     }
     cleanup_free char *buf = malloc(TRACE_MAX + 1);
     size_t len = 0;
@@ -105,9 +105,9 @@ static int trace_libs(struct mv_jail *j, const char *qemu, struct plm_err *err)
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
     if (!buf)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "microvm jail: out of memory");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+        return plm_fail(err, 0, PLM_E_INTERNAL,
                            "microvm: `%s` does not run (install Debian's qemu-system-x86)", qemu);
     buf[len] = 0;
     int n = 0;
@@ -126,7 +126,7 @@ static int trace_libs(struct mv_jail *j, const char *qemu, struct plm_err *err)
         n++;
     }
     if (n == 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: no libraries traced for `%s`", qemu);
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: no libraries traced for `%s`", qemu);
     return 0;
 }
 
@@ -147,9 +147,9 @@ int mv_jail_init(struct mv_jail *j, const char *qemu, const char *kernel, const 
             snprintf(j->root, sizeof j->root, "%s", roots[i]);
     }
     if (!j->root[0])
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: no mount point (/mnt) for the root");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: no mount point (/mnt) for the root");
     if (access(qemu, X_OK) < 0)
-        return plm_err_set(err, errno, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+        return plm_fail(err, errno, PLM_E_UNAVAILABLE,
                            "microvm: `%s` not found: install Debian's qemu-system-x86 (scripts/install-deps.sh)", qemu);
     snprintf(j->qemu_in_jail, sizeof j->qemu_in_jail, "/usr/bin/qemu-system-x86_64");
     if (add_file(j, qemu, j->qemu_in_jail, err) < 0 || trace_libs(j, qemu, err) < 0)
@@ -171,7 +171,7 @@ int mv_jail_init(struct mv_jail *j, const char *qemu, const char *kernel, const 
 int mv_jail_add_disk(struct mv_jail *j, const char *image, struct plm_err *err)
 {
     if (strncmp(image, j->root, strlen(j->root)) == 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: `%s` is under the jail's root %s",
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: `%s` is under the jail's root %s",
                            image, j->root);
     return add_file(j, image, "/disk.img", err);
 }
@@ -319,7 +319,7 @@ pid_t mv_jail_spawn(const struct mv_jail *j, char *const argv[], const int *fds,
 {
     int sync[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: socketpair");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: socketpair");
     long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS |
                  CLONE_NEWCGROUP | SIGCHLD;
     /* A raw clone (no atfork handlers, no locks taken in the child): the child makes syscalls
@@ -333,7 +333,7 @@ pid_t mv_jail_spawn(const struct mv_jail *j, char *const argv[], const int *fds,
     if (r < 0) {
         int e = errno;
         close(sync[1]);
-        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: clone: %s", strerror(e));
+        return plm_fail(err, e, PLM_E_INTERNAL, "microvm jail: clone: %s", strerror(e));
     }
     pid_t pid = (pid_t)r;
     char ack = 0;
@@ -344,7 +344,7 @@ pid_t mv_jail_spawn(const struct mv_jail *j, char *const argv[], const int *fds,
         kill(pid, SIGKILL);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
-        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: id maps: %s", strerror(e));
+        return plm_fail(err, e, PLM_E_INTERNAL, "microvm jail: id maps: %s", strerror(e));
     }
     close(sync[1]);
     return pid;

@@ -22,7 +22,7 @@
 #define CHECK(name, expected, ok, ...)                                                                       \
     do {                                                                                                     \
         if (ev_add_check(&s->ev, name, expected, ok, __VA_ARGS__) < 0)                                       \
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full"); \
+            return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: evidence card is full"); \
     } while (0)
 
 /* One line's value from /proc/<pid>/status ("" when absent). */
@@ -114,7 +114,7 @@ static bool other_ns(pid_t pid, const char *ns)
 static int host_checks(struct mv_state *s, pid_t pid, struct plm_err *err)
 {
     if (s->disk_path[0])
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: host checks take the snippet state");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: host checks take the snippet state");
     char v[128], want[32];
     snprintf(want, sizeof want, "%u", s->cfg.uid);
     status_field(pid, "Uid", v, sizeof v);
@@ -177,7 +177,7 @@ static int probe_text(struct mv_vm *vm, char text[MVC_PROBE_RESULT_MAX + 1], str
     if (r == 0)
         r = mv_vm_read(vm, mv_now_ns() + 60 * 1000000000LL, &f, err);
     if (r == 0 && f.hdr.type != MVC_PROBE_RESULT)
-        r = plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: probe: unexpected frame %u", f.hdr.type);
+        r = plm_fail(err, EPROTO, PLM_E_INTERNAL, "microvm: probe: unexpected frame %u", f.hdr.type);
     if (r == 0) {
         memcpy(text, f.u.text.p, f.u.text.len);
         text[f.u.text.len] = 0;
@@ -321,7 +321,7 @@ static int project(struct mv_state *s, struct plm_err *err)
                          pr->n_artifacts);
     plm_result_done(&res);
     if (c < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: evidence card is full");
     return 0;
 }
 
@@ -354,7 +354,7 @@ static int python_probe(struct mv_state *s, struct plm_err *err)
                               true, "%s (%lld ms)", obs, (long long)ms)
                : ev_add_confinement(&s->ev, "python: %.120s", obs);
     if (c < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: evidence card is full");
     if (ok)
         __atomic_store_n(&s->python_proven, 1, __ATOMIC_RELEASE);
     return 0;
@@ -420,7 +420,7 @@ static int choose_accel(struct mv_state *s, struct plm_err *err)
         snprintf(why, sizeof why, "a KVM guest did not boot within %u ms (%.80s)", t, e2.msg);
     }
     if (s->cfg.accel == MV_ACCEL_KVM)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "SANDBOX_MICROVM_ACCEL=kvm: %s", why);
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "SANDBOX_MICROVM_ACCEL=kvm: %s", why);
     snprintf(s->accel_note, sizeof s->accel_note, "tcg (auto: %s)", why);
     return 0;
 }

@@ -71,7 +71,7 @@ static void qjs_describe(struct plm_provider *p, struct plm_describe *d)
 static int qjs_preflight(struct plm_provider *p, struct plm_err *err)
 {
     if (!qjs_pool_alive(st_of(p)->pool))
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs zygote is not running");
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "quickjs zygote is not running");
     return 0;
 }
 
@@ -126,7 +126,7 @@ static int qjs_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, con
     out->duration_ms = ms;
     if (plm_result_stamp(out, "quickjs", tier, s->identity, NULL) < 0) {
         plm_result_done(out);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the run");
     }
     return 0;
 }
@@ -183,7 +183,7 @@ static int hash_fd(int fd, char hex[65], struct plm_err *err)
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "sha256 unavailable");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "sha256 unavailable");
     }
     uint8_t buf[65536];
     off_t off = 0;
@@ -193,7 +193,7 @@ static int hash_fd(int fd, char hex[65], struct plm_err *err)
             continue;
         if (k < 0) {
             EVP_MD_CTX_free(md);
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "read worker binary: %s", strerror(errno));
+            return plm_fail(err, errno, PLM_E_INTERNAL, "read worker binary: %s", strerror(errno));
         }
         if (k == 0)
             break;
@@ -227,7 +227,7 @@ static int env_u32(char *(*get)(const char *), const char *name, uint32_t max, u
     for (; v[i] >= '0' && v[i] <= '9' && i < 10; i++)
         x = x * 10 + (uint64_t)(v[i] - '0');
     if (v[i] != 0 || x < 1 || x > max)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "%s must be an integer from 1 to %u, got \"%.40s\"",
+        return plm_fail(err, 0, PLM_E_INVALID, "%s must be an integer from 1 to %u, got \"%.40s\"",
                            name, max, v);
     *out = (uint32_t)x;
     return 0;
@@ -251,7 +251,7 @@ struct plm_provider *qjs_provider_new(const struct qjs_config *cfg, struct plm_e
     if (!s || !p) {
         free(s);
         free(p);
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs: out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "quickjs: out of memory");
         return NULL;
     }
     s->exe_fd = -1;

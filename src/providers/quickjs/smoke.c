@@ -236,10 +236,10 @@ int qjs_prove(struct qjs_pool *p, const struct qjs_proof_cfg *cfg, struct plm_ev
     if (!passed) {
         for (size_t i = 0; i < ev->n_checks; i++)
             if (!ev->checks[i].passed)
-                return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                return plm_fail(err, 0, PLM_E_INTERNAL,
                                    "quickjs startup proof failed: %s: expected %s, observed %s",
                                    ev->checks[i].name, ev->checks[i].expected, ev->checks[i].observed);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs startup proof recorded no checks");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "quickjs startup proof recorded no checks");
     }
     return 0;
 }

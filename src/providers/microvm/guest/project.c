@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../../core/clock.h"
 #include "../../../guestio/vmchan.h"
 #include "guest.h"
 
@@ -48,13 +49,6 @@ static int put_u32(struct buf *b, uint32_t v)
     uint8_t x[4];
     f16_put_u32(x, v);
     return put(b, x, 4);
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The host checked the path rule; this re-check keeps a path inside /work whatever it says. */
@@ -162,7 +156,7 @@ static bool drain_step(struct pollfd pf[2], int64_t deadline, struct step_out *s
 {
     bool kill_it = false;
     while (!kill_it && (pf[0].fd >= 0 || pf[1].fd >= 0)) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - (int64_t)clock_mono_ms();
         if (left <= 0) {
             so->timed_out = true;
             break;
@@ -182,7 +176,7 @@ static bool drain_step(struct pollfd pf[2], int64_t deadline, struct step_out *s
 static void run_step(const char *cmd, int64_t deadline, struct step_out *so)
 {
     int po[2], pe[2];
-    int64_t t0 = now_ms();
+    int64_t t0 = (int64_t)clock_mono_ms();
     so->exit_code = -1;
     if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0)
         return;
@@ -205,7 +199,7 @@ static void run_step(const char *cmd, int64_t deadline, struct step_out *so)
         ;
     kill(-c, SIGKILL); /* whatever the step left behind in its group */
     so->exit_code = so->timed_out ? 124 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    so->ms = (uint32_t)(now_ms() - t0);
+    so->ms = (uint32_t)((int64_t)clock_mono_ms() - t0);
 }
 
 static const uint8_t *take(struct f16_reader *r, uint32_t *n)
@@ -345,7 +339,7 @@ __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32
     struct f16_reader r;
     f16_reader_init(&r, p, len);
     uint32_t timeout_ms = f16_get_u32(&r);
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = (int64_t)clock_mono_ms() + timeout_ms;
     char error[MVC_PATH_MAX + 64] = "";
     struct buf steps = {0}, arts = {0};
 
