@@ -2,7 +2,7 @@
  * Owns: the project a module run becomes in a project VM (params.txt in, the worker step from the
  *   project disk, results.bin out), the startup proof (the model list and one known row's
  *   checksum) that Describe's supports_module rests on, and the module environment Describe states.
- * Trusts: nothing from the guest: the PROJECT_RESULT frame is decoded by chan.c like any project's
+ * Trusts: nothing from the guest: the PROJECT_RESULT frame is decoded by guestio/vmchan.c like any project's
  *   and results.bin by core's strict PLSM decoder (plm_module_outcome), on the host side.
  * Invariant: a module run reaches a VM only after the floor check and the startup proof passed and
  *   its plan fits the guest's plan limit; the VM it takes is killed before the run returns. */
@@ -17,7 +17,7 @@
 #define MV_WORKER_PATH "/usr/lib/plimsoll/sim-worker"
 #define MV_MODELS_DIR "/usr/lib/plimsoll/models"
 /* The text of params.txt a module run may send: the file content share of the guest's plan limit
- * (chan.h MVC_PROJECT_MAX), so the whole plan always fits. */
+ * (vmchan.h MVC_PROJECT_MAX), so the whole plan always fits. */
 #define MV_MODULE_PARAMS_MAX (4u * 1024 * 1024)
 /* The proof row and its checksum: docker's (src/providers/docker/module.c). The same sources, the
  * same bits under TCG or KVM: a one-ulp difference anywhere in Lorenz changes it. */

@@ -129,7 +129,7 @@ static void put_u32(uint8_t *p, uint32_t v)
     f16_put_u32(p, v);
 }
 
-/* The plan as one PROJECT payload (chan.h); sizes were validated by the daemon (§1.4). */
+/* The plan as one PROJECT payload (vmchan.h); sizes were validated by the daemon (§1.4). */
 static uint8_t *encode_plan(const struct plm_request *req, uint32_t timeout_ms, size_t *len)
 {
     size_t n = 16;

@@ -2,7 +2,7 @@
  * with deadlines, kill and reap.
  * Owns: per VM, the QEMU pid and our ends of its channel, monitor and stderr pipe.
  * Trusts: nothing the guest writes, and never reads it: a confined guestio helper does
- *   (mv_vm_read); its frames pass mvc_canon_decode (chan.c), every wait bounded by a deadline.
+ *   (mv_vm_read); its frames pass mvc_canon_decode (guestio/vmchan.c), every wait bounded by a deadline.
  * Invariant: mv_vm_kill is the one release path: SIGKILL, waitpid, close; it is safe on a
  *   half-started VM and leaves no process, descriptor or file. */
 #include <errno.h>

@@ -25,7 +25,7 @@ uint32_t gs_cmdline_u32(const char *key, uint32_t def);
 int gs_send(uint16_t type, uint64_t seq, const void *payload, uint32_t len);
 /* Runs the negative probes inside the guest and sends one PROBE_RESULT (startup evidence). */
 void gs_probe(uint64_t seq);
-/* Runs one project (chan.h's PROJECT payload, len bytes) in the run process, sends one
+/* Runs one project (vmchan.h's PROJECT payload, len bytes) in the run process, sends one
  * PROJECT_RESULT and exits 0 (or a GS_EXIT_* status). /work is mounted by PID 1. */
 __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32_t len);
 /* The virtio-serial port (PID 1's). */
@@ -44,6 +44,6 @@ void gs_serve_run(struct jsrt *engine, uint64_t seed, uint64_t seq, uint16_t typ
                   uint32_t len);
 /* Set in a session's JavaScript kernel: where the engine's finish goes instead of the port. */
 extern jsrt_finish_fn *gs_session_finish;
-/* SESSION (chan.h): this VM serves a session's requests until it is killed. Never returns. */
+/* SESSION (vmchan.h): this VM serves a session's requests until it is killed. Never returns. */
 __attribute__((noreturn)) void gs_session(struct jsrt *engine, uint64_t seed, uint64_t seq, const uint8_t *p,
                                           uint32_t len);

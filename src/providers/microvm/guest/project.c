@@ -1,6 +1,6 @@
 /* project.c: a project inside the guest (providers.md §3.5's runner, over the port): files under
  * /work, steps as `sh -c` (busybox; node on /usr/bin in project VMs) in /work with the project's whole timeout as each step's,
- * stopping at the first failure, then artifacts; one PROJECT_RESULT frame (chan.h).
+ * stopping at the first failure, then artifacts; one PROJECT_RESULT frame (vmchan.h).
  * Runs in the run process (uid 65534), never in PID 1. Every step runs in its own process group,
  * killed whole at its deadline or when its output overflows its cap. */
 #include <errno.h>
