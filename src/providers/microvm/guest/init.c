@@ -9,21 +9,15 @@
  *   kills the VM. PID 1 never exits (that would panic the guest kernel, which the host reports
  *   as a fault anyway). A run process that ends without its RESULT is reported as DIED. */
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/random.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../../core/exact_io.h"
