@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/clock.h"
 #include "../core/cleanup.h"
 #include "client.h"
 #include "frame.h"
@@ -92,13 +93,6 @@ struct callctx {
 
 static atomic_uint g_threads;
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 unsigned gio_threads(void)
 {
     return atomic_load(&g_threads);
@@ -106,8 +100,8 @@ unsigned gio_threads(void)
 
 bool gio_quiesce(uint32_t timeout_ms)
 {
-    int64_t until = now_ms() + timeout_ms;
-    while (atomic_load(&g_threads) && now_ms() < until) {
+    int64_t until = (int64_t)clock_mono_ms() + timeout_ms;
+    while (atomic_load(&g_threads) && (int64_t)clock_mono_ms() < until) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -242,7 +236,7 @@ static void answer_locked(struct gio_server *s, struct slot *sl, struct obuf *b)
     if (!b)
         b = reply_frame(sl->id, 503, CT_TEXT, (const uint8_t *)oom, sizeof oom - 1);
     sl->st = S_REPLIED;
-    sl->since = b ? now_ms() : 0;
+    sl->since = b ? (int64_t)clock_mono_ms() : 0;
     if (b)
         obuf_push(&s->sq_head, &s->sq_tail, b);
     wake(s);
@@ -284,6 +278,55 @@ static void *call_main(void *arg)
 /* ---- frames from the helper ------------------------------------------------------------------ */
 
 /* 0, or -1 for a protocol violation. Takes s->rx_pl. */
+/* The call's context from the decoded frame; the frame's payload moves into it (the method,
+ * target and body point there). */
+static void fill_callctx(struct callctx *c, struct gio_server *s, const struct gio_call *call, const struct gio_gcall *g)
+{
+    c->s = s;
+    c->id = s->rx_h.seq;
+    if (call->method_len) /* a GCALL has neither (guard mode) */
+        memcpy(c->method, call->method, call->method_len);
+    c->method[call->method_len] = 0;
+    if (call->target_len)
+        memcpy(c->target, call->target, call->target_len);
+    c->target[call->target_len] = 0;
+    c->g = *g;
+    c->frame = s->rx_pl;
+    s->rx_pl = NULL;
+    c->body = call->body;
+    c->len = call->body_len;
+}
+
+/* The handler's thread (detached). When it cannot start, the hold is given back and the guest
+ * gets 503 for this call. */
+static void start_call(struct gio_server *s, struct callctx *c)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    /* The handler runs the broker (libcurl, TLS) on this stack: smaller than the default but
+     * not tight; virtual until touched. */
+    pthread_attr_setstacksize(&a, 1024 * 1024);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    int r = pthread_create(&th, &a, call_main, c);
+    pthread_attr_destroy(&a);
+    if (r == 0)
+        return;
+    if (s->h.release)
+        s->h.release(s->h.ctx);
+    callctx_free(c);
+    pthread_mutex_lock(&s->mu);
+    atomic_fetch_sub(&g_threads, 1);
+    s->calls_in--;
+    s->refs--;
+    struct slot *sl = slot_by_id(s, s->rx_h.seq);
+    if (sl && sl->st == S_CALLED)
+        answer_locked(s, sl,
+                      reply_frame(sl->id, 503, CT_TEXT, (const uint8_t *)"host api socket cannot take more calls\n", 39));
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
 static int on_call(struct gio_server *s)
 {
     struct gio_call call = {0};
@@ -296,20 +339,17 @@ static int on_call(struct gio_server *s)
         c->target = malloc(call.target_len + 1);
     pthread_mutex_lock(&s->mu);
     struct slot *sl = slot_by_id(s, s->rx_h.seq);
-    if (!sl || sl->st != S_GIVEN) {
+    if (!sl || sl->st != S_GIVEN || s->stopping) {
+        /* A CALL only once, only for a connection it was given (else the helper broke the
+         * protocol); a server that is stopping drops a valid one. */
+        bool given = sl && sl->st == S_GIVEN;
         pthread_mutex_unlock(&s->mu);
         if (c)
             callctx_free(c);
-        return -1; /* CALL only once, only for a connection it was given */
-    }
-    if (s->stopping) {
-        pthread_mutex_unlock(&s->mu);
-        if (c)
-            callctx_free(c);
-        return 0;
+        return given ? 0 : -1;
     }
     sl->st = S_CALLED;
-    sl->since = now_ms();
+    sl->since = (int64_t)clock_mono_ms();
     if (!c || !c->target) {
         answer_locked(s, sl, NULL);
         pthread_mutex_unlock(&s->mu);
@@ -317,19 +357,7 @@ static int on_call(struct gio_server *s)
             callctx_free(c);
         return 0;
     }
-    c->s = s;
-    c->id = s->rx_h.seq;
-    if (call.method_len) /* a GCALL has neither (guard mode) */
-        memcpy(c->method, call.method, call.method_len);
-    c->method[call.method_len] = 0;
-    if (call.target_len)
-        memcpy(c->target, call.target, call.target_len);
-    c->target[call.target_len] = 0;
-    c->g = g;
-    c->frame = s->rx_pl;
-    s->rx_pl = NULL;
-    c->body = call.body;
-    c->len = call.body_len;
+    fill_callctx(c, s, &call, &g);
     /* The hold is taken while the run is certainly live: the stopper sets `stopping` under
      * this lock before it returns, so the handler's context outlives this call. */
     if (s->h.hold)
@@ -338,32 +366,7 @@ static int on_call(struct gio_server *s)
     s->refs++;
     atomic_fetch_add(&g_threads, 1);
     pthread_mutex_unlock(&s->mu);
-
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    /* The handler runs the broker (libcurl, TLS) on this stack: smaller than the default but
-     * not tight; virtual until touched. */
-    pthread_attr_setstacksize(&a, 1024 * 1024);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    pthread_t th;
-    int r = pthread_create(&th, &a, call_main, c);
-    pthread_attr_destroy(&a);
-    if (r != 0) {
-        if (s->h.release)
-            s->h.release(s->h.ctx);
-        callctx_free(c);
-        pthread_mutex_lock(&s->mu);
-        atomic_fetch_sub(&g_threads, 1);
-        s->calls_in--;
-        s->refs--;
-        sl = slot_by_id(s, s->rx_h.seq);
-        if (sl && sl->st == S_CALLED)
-            answer_locked(
-                s, sl,
-                reply_frame(sl->id, 503, CT_TEXT, (const uint8_t *)"host api socket cannot take more calls\n", 39));
-        pthread_cond_broadcast(&s->cv);
-        pthread_mutex_unlock(&s->mu);
-    }
+    start_call(s, c);
     return 0;
 }
 
@@ -465,7 +468,7 @@ static int flush_helper(struct gio_server *s)
             return 0;
         if (n <= 0)
             return -1;
-        s->q_progress = now_ms();
+        s->q_progress = (int64_t)clock_mono_ms();
         b->off += (size_t)n;
         if (b->off < b->len)
             return 0;
@@ -509,7 +512,7 @@ static void accept_one(struct gio_server *s, unsigned *spawns_left)
         if (s->slots[i].st == S_FREE)
             sl = &s->slots[i];
     if (sl) {
-        *sl = (struct slot){.id = ++s->next_id, .fd = fd, .st = S_GIVEN, .since = now_ms()};
+        *sl = (struct slot){.id = ++s->next_id, .fd = fd, .st = S_GIVEN, .since = (int64_t)clock_mono_ms()};
         s->n_live++;
     }
     pthread_mutex_unlock(&s->mu);
@@ -520,7 +523,7 @@ static void accept_one(struct gio_server *s, unsigned *spawns_left)
     }
     b->pass_fd = fd;
     if (!s->q_head)
-        s->q_progress = now_ms();
+        s->q_progress = (int64_t)clock_mono_ms();
     obuf_push(&s->q_head, &s->q_tail, b);
 }
 
@@ -559,13 +562,13 @@ static void *monitor_main(void *arg)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     unsigned spawns_left = GIO_RESTART_MAX;
-    int64_t window_start = now_ms();
+    int64_t window_start = (int64_t)clock_mono_ms();
     while (r == 0) {
         pthread_mutex_lock(&s->mu);
         bool stopping = s->stopping, full = s->n_live >= s->lim.conn_max;
         if (s->sq_head) {
             if (!s->q_head)
-                s->q_progress = now_ms();
+                s->q_progress = (int64_t)clock_mono_ms();
             if (s->q_tail)
                 s->q_tail->next = s->sq_head;
             else
@@ -576,15 +579,15 @@ static void *monitor_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         if (stopping)
             break;
-        if (s->lim.restart_window_ms && now_ms() - window_start >= s->lim.restart_window_ms) {
-            window_start = now_ms(); /* a long-lived listener's budget refills */
+        if (s->lim.restart_window_ms && (int64_t)clock_mono_ms() - window_start >= s->lim.restart_window_ms) {
+            window_start = (int64_t)clock_mono_ms(); /* a long-lived listener's budget refills */
             spawns_left = GIO_RESTART_MAX;
         }
         if (s->pid > 0 && flush_helper(s) < 0) {
             helper_failed(s, false);
             continue;
         }
-        int64_t now = now_ms();
+        int64_t now = (int64_t)clock_mono_ms();
         bool overdue = false;
         int64_t next = next_overdue(s, now, &overdue);
         if (overdue && s->pid > 0) {
@@ -630,13 +633,13 @@ static int check_limits(const struct gio_limits *l, struct plm_err *err)
 {
     if (l->conn_max < 1 || l->conn_max > GIO_CONN_CAP || l->head_max < 64 || l->head_max > GIO_HEAD_CAP ||
         l->body_max > (l->guard_path ? GIO_GBODY_MAX : GIO_BODY_MAX) || !l->head_ms || !l->read_ms || !l->write_ms)
-        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio: limits out of range");
+        return plm_fail(err, EINVAL, PLM_E_INTERNAL, "guestio: limits out of range");
     size_t pl = l->guard_path ? strlen(l->guard_path) : 0;
     bool path_ok = !l->guard_path || (pl >= 1 && pl < 256 && l->guard_path[0] == '/');
     for (size_t i = 0; path_ok && i < pl; i++)
         path_ok = gio_target_byte((uint8_t)l->guard_path[i]) && (uint8_t)l->guard_path[i] < 0x7f;
     if (!path_ok)
-        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio: limits out of range");
+        return plm_fail(err, EINVAL, PLM_E_INTERNAL, "guestio: limits out of range");
     return 0;
 }
 
@@ -646,10 +649,10 @@ int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct g
     *out = NULL;
     cleanup_close int lfd = listen_fd;
     if (!h || !lim || (lim->guard_path ? !h->guard : !h->call) || check_limits(lim, err) < 0)
-        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio: nothing to serve");
+        return plm_fail(err, EINVAL, PLM_E_INTERNAL, "guestio: nothing to serve");
     struct gio_server *s = calloc(1, sizeof *s);
     if (!s)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio: out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "guestio: out of memory");
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->lim = *lim;
@@ -672,7 +675,7 @@ int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct g
         return plm_err_wrap(err, "guestio");
     }
     if (fcntl(lfd, F_SETFL, O_NONBLOCK) < 0 || (s->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio: %s", strerror(errno));
+        plm_fail(err, errno, PLM_E_INTERNAL, "guestio: %s", strerror(errno));
         server_free(s);
         return -1;
     }
@@ -683,7 +686,7 @@ int gio_server_start(int listen_fd, const struct gio_limits *lim, const struct g
         atomic_fetch_sub(&g_threads, 1);
         close(s->lfd);
         server_free(s);
-        return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio thread: %s", strerror(r));
+        return plm_fail(err, r, PLM_E_INTERNAL, "guestio thread: %s", strerror(r));
     }
     s->monitor_started = true;
     pthread_mutex_lock(&s->mu);

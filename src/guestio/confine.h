@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../confine/filter.h"
+
 /* The helper's descriptors: 0-2 /dev/null, 3 the channel to the daemon, 4 its own binary
  * during exec (closed first thing); connections arrive from 4 up, never in 0-2's place: those
  * stay /dev/null so a stray libc message can never reach a guest. */
@@ -25,26 +27,15 @@ struct gio_walls {
     uint64_t max_mem; /* RLIMIT_AS in bytes */
 };
 
-/* In this order, each step checked: ids and capabilities (the bounding set dropped while we
- * may, then uid/gid/groups, then every capability set emptied and verified empty), the
- * parent-death signal (set after the id change, which clears it) and the parent re-checked,
- * every descriptor but 0-3 closed, an empty environment, rlimits, no_new_privs, then the
- * seccomp filter. Returns 0, or -1 when any step failed: the caller exits with
- * GIO_EXIT_CONFINE before it reads a byte. */
+/* The steps of confine/steps.h, in its order, each checked: the parent-death signal and the
+ * parent re-checked, every descriptor but 0-3 closed, an empty environment, rlimits, ids and
+ * capabilities (a root daemon's helper: the bounding set dropped, no groups, uid/gid below for
+ * good; every capability set emptied and verified empty; the parent-death signal armed again),
+ * no_new_privs, then the seccomp filter. Returns 0, or -1 when any step failed: the caller exits
+ * with GIO_EXIT_CONFINE before it reads a byte. */
 int gio_confine(const struct gio_walls *w);
 
-/* The allow-list, as data (printed by docs/privsep.md and checked by the tests). */
-struct gio_rule {
-    int nr;
-    const char *name;
-    int arg; /* GIO_ARG_* */
-    const char *reason;
-};
-enum {
-    GIO_ARG_ANY = 0,   /* no argument check */
-    GIO_ARG_CHAN_ONLY, /* arg0 == GIO_CHAN_FD (64-bit compare) */
-    GIO_ARG_NO_EXEC,   /* (arg2 & PROT_EXEC) == 0 */
-    GIO_ARG_NO_ADDR,   /* arg4 (the socket address) == NULL */
-};
-extern const struct gio_rule gio_allow[];
+/* The allow-list, as data (printed by docs/privsep.md and checked by the tests): rows of
+ * confine/filter.h, CF_FD_ONLY meaning GIO_CHAN_FD. */
+extern const struct cf_row gio_allow[];
 extern const unsigned gio_allow_len;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/clock.h"
 #include "guardparse.h"
 #include "confine.h"
 #include "frame.h"
@@ -64,13 +65,6 @@ static struct qbuf *q_head, *q_tail; /* frames to the daemon */
 /* descriptors that arrived on the channel, in order; each CONN takes the oldest */
 static int fdq[GIO_CONN_CAP + 8];
 static unsigned fdq_n;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static _Noreturn void die(int status)
 {
@@ -167,7 +161,7 @@ static void answer(struct hconn *c, int status, const char *ctype, const uint8_t
     c->out_len = total;
     c->out_off = 0;
     c->st = C_WRITE;
-    c->dl = now_ms() + L.write_ms;
+    c->dl = (int64_t)clock_mono_ms() + L.write_ms;
 }
 
 static void answer_text(struct hconn *c, int status, const char *text)
@@ -421,7 +415,7 @@ static bool on_writable(struct hconn *c)
         return false;
     c->drain_left = c->want - consumed > GIO_DRAIN_MAX ? GIO_DRAIN_MAX : c->want - consumed;
     c->st = C_DRAIN;
-    c->dl = now_ms() + L.head_ms;
+    c->dl = (int64_t)clock_mono_ms() + L.head_ms;
     return true;
 }
 
@@ -439,7 +433,7 @@ static void on_conn(uint64_t id)
     c->fd = fdq[0];
     memmove(fdq, fdq + 1, --fdq_n * sizeof fdq[0]);
     c->st = C_HEAD;
-    c->t0 = now_ms();
+    c->t0 = (int64_t)clock_mono_ms();
     c->dl = c->t0 + L.head_ms;
     conns[n_conns++] = c;
 }
@@ -597,16 +591,9 @@ static int parse_args(int argc, char **argv, struct gio_walls *w)
     return mode;
 }
 
-int main(int argc, char **argv)
+/* HELLO, queued: the daemon's proof that the walls are up (sent after gio_confine only). */
+static void queue_hello(void)
 {
-    struct gio_walls w = {0};
-    int mode = parse_args(argc, argv, &w);
-    /* jansson seeds its hash tables from /dev/urandom on first use: now, before the filter */
-    if (mode == GIO_MODE_GUARD)
-        json_object_seed(0);
-    if (gio_confine(&w) < 0)
-        die(GIO_EXIT_CONFINE);
-
     uint8_t hello[F16_HDR_LEN + 4];
     struct f16_hdr h = {.len = 4, .type = GIO_T_HELLO, .flags = 0, .seq = 0};
     f16_hdr_encode(hello, &h);
@@ -616,6 +603,72 @@ int main(int argc, char **argv)
         die(GIO_EXIT_NOMEM);
     memcpy(f, hello, sizeof hello);
     queue(f, sizeof hello);
+}
+
+/* Closes every connection past its state's deadline (without an answer); returns the next
+ * deadline, at most a minute away. */
+static int64_t expire_conns(int64_t now)
+{
+    int64_t next = now + 60000;
+    for (unsigned i = 0; i < n_conns;) {
+        struct hconn *c = conns[i];
+        if (c->st != C_WAIT && now >= c->dl) {
+            conn_close(i);
+            continue;
+        }
+        if (c->st != C_WAIT && c->dl < next)
+            next = c->dl;
+        i++;
+    }
+    return next;
+}
+
+/* What each connection waits for: its request bytes in the reading states, room for its
+ * answer while one is pending. */
+static void poll_set(struct pollfd *p)
+{
+    p[0] = (struct pollfd){GIO_CHAN_FD, (short)(POLLIN | (q_head ? POLLOUT : 0)), 0};
+    for (unsigned i = 0; i < n_conns; i++) {
+        struct hconn *c = conns[i];
+        short ev = 0;
+        if (c->st == C_HEAD || c->st == C_BODY || c->st == C_DRAIN)
+            ev |= POLLIN;
+        if (c->out && c->out_off < c->out_len)
+            ev |= POLLOUT;
+        p[1 + i] = (struct pollfd){ev ? c->fd : -1, ev, 0};
+    }
+}
+
+/* The polled connections' events, from the end, so closing one (which moves the last into its
+ * place) never skips an unvisited entry. */
+static void serve_conns(const struct pollfd *p, unsigned polled)
+{
+    for (unsigned i = polled; i-- > 0;) {
+        if (!p[1 + i].revents || i >= n_conns)
+            continue;
+        struct hconn *c = conns[i];
+        bool keep = true;
+        if (p[1 + i].revents & POLLOUT)
+            keep = on_writable(c);
+        if (keep && (p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)) && c->st != C_WRITE && c->st != C_WAIT)
+            keep = on_readable(c);
+        else if (keep && c->st == C_WRITE && (p[1 + i].revents & (POLLHUP | POLLERR)) && !(p[1 + i].revents & POLLOUT))
+            keep = false;
+        if (!keep)
+            conn_close(i);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct gio_walls w = {0};
+    int mode = parse_args(argc, argv, &w);
+    /* jansson seeds its hash tables from /dev/urandom on first use: now, before the filter */
+    if (mode == GIO_MODE_GUARD)
+        json_object_seed(0);
+    if (gio_confine(&w) < 0)
+        die(GIO_EXIT_CONFINE);
+    queue_hello();
     if (mode == GIO_MODE_STREAM) {
         while (q_head) {
             struct pollfd c = {GIO_CHAN_FD, POLLOUT, 0};
@@ -628,51 +681,16 @@ int main(int argc, char **argv)
 
     struct pollfd p[1 + GIO_CONN_CAP];
     for (;;) {
-        int64_t now = now_ms(), next = now + 60000;
-        /* deadlines first: a connection past its state's deadline is closed without an answer */
-        for (unsigned i = 0; i < n_conns;) {
-            struct hconn *c = conns[i];
-            if (c->st != C_WAIT && now >= c->dl) {
-                conn_close(i);
-                continue;
-            }
-            if (c->st != C_WAIT && c->dl < next)
-                next = c->dl;
-            i++;
-        }
-        p[0] = (struct pollfd){GIO_CHAN_FD, (short)(POLLIN | (q_head ? POLLOUT : 0)), 0};
-        for (unsigned i = 0; i < n_conns; i++) {
-            struct hconn *c = conns[i];
-            short ev = 0;
-            if (c->st == C_HEAD || c->st == C_BODY || c->st == C_DRAIN)
-                ev |= POLLIN;
-            if (c->out && c->out_off < c->out_len)
-                ev |= POLLOUT;
-            p[1 + i] = (struct pollfd){ev ? c->fd : -1, ev, 0};
-        }
+        int64_t now = (int64_t)clock_mono_ms();
+        int64_t next = expire_conns(now);
+        poll_set(p);
         unsigned polled = n_conns;
         int r = poll(p, 1 + polled, (int)(next - now));
         if (r < 0 && errno != EINTR)
             die(GIO_EXIT_PROTOCOL);
         if (r <= 0)
             continue;
-        /* connections, from the end, so closing one (which moves the last into its place)
-         * never skips an unvisited entry */
-        for (unsigned i = polled; i-- > 0;) {
-            if (!p[1 + i].revents || i >= n_conns)
-                continue;
-            struct hconn *c = conns[i];
-            bool keep = true;
-            if (p[1 + i].revents & POLLOUT)
-                keep = on_writable(c);
-            if (keep && (p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)) && c->st != C_WRITE && c->st != C_WAIT)
-                keep = on_readable(c);
-            else if (keep && c->st == C_WRITE && (p[1 + i].revents & (POLLHUP | POLLERR)) &&
-                     !(p[1 + i].revents & POLLOUT))
-                keep = false;
-            if (!keep)
-                conn_close(i);
-        }
+        serve_conns(p, polled);
         if (p[0].revents & POLLOUT)
             flush_queue();
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR))

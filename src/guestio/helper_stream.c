@@ -1,7 +1,7 @@
 /* helper_stream.c: stream mode of plimsoll-guestio (docs/privsep.md): the guest-to-host half of
  * a microvm's channel. The daemon hands over a descriptor of the VM's channel socket in one CONN
  * and keeps writing host frames to the guest itself; this process is the only reader. Each
- * guest frame is decoded by mvc_decode_guest (src/providers/microvm/chan.c), re-encoded by
+ * guest frame is decoded by mvc_decode_guest (vmchan.c), re-encoded by
  * mvc_canon_encode and forwarded as one GUEST frame; when the guest's side ends or breaks the
  * framing, one END says why and the process exits.
  * Owns: the guest descriptor, one frame buffer of the largest guest frame, one outgoing frame.

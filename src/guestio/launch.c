@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/clock.h"
+#include "../confine/exe.h"
 #include "../core/cleanup.h"
 #include "confine.h"
 #include "frame.h"
@@ -32,55 +34,19 @@
 #define GIO_HELPER_BUILD_PATH ""
 #endif
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The binary: configured (tests), else beside the daemon (/proc/self/exe), else the build
  * tree's. Opened once per server; every spawn execs this descriptor. */
 int gio_helper_open(const char *configured, struct plm_err *err)
 {
-    char self[PATH_MAX], cand[2][PATH_MAX];
-    int n = 0;
-    if (configured) {
-        snprintf(cand[n++], PATH_MAX, "%s", configured);
-    } else {
-        ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (k > 0) {
-            self[k] = 0;
-            char *slash = strrchr(self, '/');
-            if (slash) {
-                *slash = 0;
-                snprintf(cand[n++], PATH_MAX, "%.*s/" GIO_HELPER_NAME, PATH_MAX - 64, self);
-            }
-        }
-        if (GIO_HELPER_BUILD_PATH[0])
-            snprintf(cand[n++], PATH_MAX, "%s", GIO_HELPER_BUILD_PATH);
-    }
-    for (int i = 0; i < n; i++) {
-        int fd = open(cand[i], O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        struct stat sb;
-        /* Fail closed on a binary anyone but root and us could swap. */
-        if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & (S_IWGRP | S_IWOTH)) ||
-            !(sb.st_mode & S_IXUSR) || (sb.st_uid != 0 && sb.st_uid != geteuid())) {
-            close(fd);
-            return plm_err_set(err, EPERM, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "guestio helper \"%s\" is not a private executable file", cand[i]);
-        }
-        /* Above 4, so the spawn's dup2 onto 0-4 never overwrites it first. */
-        int hi = fcntl(fd, F_DUPFD_CLOEXEC, 5);
-        close(fd);
-        if (hi < 0)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio helper fd: %s", strerror(errno));
-        return hi;
-    }
-    return plm_err_set(err, ENOENT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio helper \"%s\" not found",
-                       n ? cand[0] : GIO_HELPER_NAME);
+    int fd = open_trusted_exe(configured, GIO_HELPER_NAME, GIO_HELPER_BUILD_PATH, "guestio helper", NULL, 0, err);
+    if (fd < 0)
+        return -1;
+    /* Above 4, so the spawn's dup2 onto 0-4 never overwrites it first. */
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 5);
+    close(fd);
+    if (hi < 0)
+        return plm_fail(err, errno, PLM_E_INTERNAL, "guestio helper fd: %s", strerror(errno));
+    return hi;
 }
 
 /* A root daemon's helper runs as GIO_HELPER_USER, else GIO_HELPER_UID, never as an account
@@ -94,14 +60,14 @@ int gio_helper_ids(struct gio_ids *ids, struct plm_err *err)
     char buf[4096];
     if (getpwnam_r(GIO_HELPER_USER, &pw, buf, sizeof buf, &res) == 0 && res) {
         if (pw.pw_uid == 0 || pw.pw_gid == 0)
-            return plm_err_set(err, EPERM, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+            return plm_fail(err, EPERM, PLM_E_INTERNAL,
                                "user \"" GIO_HELPER_USER "\" must not have uid or gid 0");
         ids->uid = pw.pw_uid;
         ids->gid = pw.pw_gid;
         return 0;
     }
     if (getpwuid_r(GIO_HELPER_UID, &pw, buf, sizeof buf, &res) == 0 && res)
-        return plm_err_set(err, EEXIST, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+        return plm_fail(err, EEXIST, PLM_E_INTERNAL,
                            "uid %u belongs to \"%s\"; create a user \"" GIO_HELPER_USER "\" for the guestio helper",
                            GIO_HELPER_UID, pw.pw_name);
     ids->uid = GIO_HELPER_UID;
@@ -111,21 +77,10 @@ int gio_helper_ids(struct gio_ids *ids, struct plm_err *err)
 
 /* Spawns the helper (posix_spawn: vfork+exec, safe in a threaded daemon) through the
  * descriptor opened at start and waits for its HELLO, which it sends only once confined. */
-int gio_helper_spawn(const struct gio_spawn *s, pid_t *pid_out, int *chan_out, int *status, struct plm_err *err)
+/* The helper's command line: the daemon's pid, its ids ("-" when not dropping), the limits and
+ * the mode. a[] holds the numbers' text. */
+static void helper_argv(const struct gio_spawn *s, char a[9][24], char *argv[12])
 {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio socketpair: %s", strerror(errno));
-    cleanup_close int mine = sv[0];
-    cleanup_close int theirs = sv[1];
-    if (theirs <= GIO_EXE_FD) {
-        int moved = fcntl(theirs, F_DUPFD_CLOEXEC, 5);
-        if (moved < 0)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio fd: %s", strerror(errno));
-        close(theirs);
-        theirs = moved;
-    }
-    char a[9][24];
     snprintf(a[0], sizeof a[0], "%d", (int)getpid());
     snprintf(a[1], sizeof a[1], s->ids.drop ? "%u" : "-", (unsigned)s->ids.uid);
     snprintf(a[2], sizeof a[2], s->ids.drop ? "%u" : "-", (unsigned)s->ids.gid);
@@ -135,10 +90,19 @@ int gio_helper_spawn(const struct gio_spawn *s, pid_t *pid_out, int *chan_out, i
     snprintf(a[6], sizeof a[6], "%u", s->lim.head_ms);
     snprintf(a[7], sizeof a[7], "%u", s->lim.read_ms);
     snprintf(a[8], sizeof a[8], "%u", s->lim.write_ms);
-    char *const argv[] = {GIO_HELPER_NAME, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
-                          (char *)(s->mode ? s->mode : "http"), NULL};
-    char *const envp[] = {NULL};
+    argv[0] = GIO_HELPER_NAME;
+    for (int i = 0; i < 9; i++)
+        argv[1 + i] = a[i];
+    argv[10] = (char *)(s->mode ? s->mode : "http");
+    argv[11] = NULL;
+}
 
+/* posix_spawn (vfork+exec, safe in a threaded daemon) of the opened binary with an empty
+ * environment, /dev/null on 0-2, the channel on 3, the binary on 4, nothing else, default
+ * signal dispositions and an empty mask. Returns posix_spawn's result. */
+static int spawn_helper(const struct gio_spawn *s, int theirs, char *argv[], pid_t *pid)
+{
+    char *const envp[] = {NULL};
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     sigset_t none, all;
@@ -157,20 +121,20 @@ int gio_helper_spawn(const struct gio_spawn *s, pid_t *pid_out, int *chan_out, i
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid;
-    int rc = posix_spawn(&pid, "/proc/self/fd/4", &fa, &attr, argv, envp);
+    int rc = posix_spawn(pid, "/proc/self/fd/4", &fa, &attr, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
-    if (rc != 0)
-        return plm_err_set(err, rc, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "spawn guestio helper: %s", strerror(rc));
-    cleanup_pid pid_t child = pid;
-    close(take_fd(&theirs));
+    return rc;
+}
 
+/* The helper's one HELLO, within GIO_HELLO_MS: it says it is confined. */
+static bool read_hello(int mine)
+{
     uint8_t buf[F16_HDR_LEN + 4];
     size_t have = 0;
-    int64_t until = now_ms() + GIO_HELLO_MS;
+    int64_t until = (int64_t)clock_mono_ms() + GIO_HELLO_MS;
     while (have < sizeof buf) {
-        int64_t left = until - now_ms();
+        int64_t left = until - (int64_t)clock_mono_ms();
         struct pollfd p = {mine, POLLIN, 0};
         if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
             break;
@@ -182,20 +146,44 @@ int gio_helper_spawn(const struct gio_spawn *s, pid_t *pid_out, int *chan_out, i
     }
     struct f16_hdr h;
     uint32_t version = 0;
-    if (have < sizeof buf || gio_hdr_decode(buf, GIO_TO_DAEMON, &h) < 0 || h.type != GIO_T_HELLO ||
-        gio_hello_decode(buf + F16_HDR_LEN, h.len, &version) < 0) {
+    return have == sizeof buf && gio_hdr_decode(buf, GIO_TO_DAEMON, &h) == 0 && h.type == GIO_T_HELLO &&
+           gio_hello_decode(buf + F16_HDR_LEN, h.len, &version) == 0;
+}
+
+int gio_helper_spawn(const struct gio_spawn *s, pid_t *pid_out, int *chan_out, int *status, struct plm_err *err)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return plm_fail(err, errno, PLM_E_INTERNAL, "guestio socketpair: %s", strerror(errno));
+    cleanup_close int mine = sv[0];
+    cleanup_close int theirs = sv[1];
+    if (theirs <= GIO_EXE_FD) {
+        int moved = fcntl(theirs, F_DUPFD_CLOEXEC, 5);
+        if (moved < 0)
+            return plm_fail(err, errno, PLM_E_INTERNAL, "guestio fd: %s", strerror(errno));
+        close(theirs);
+        theirs = moved;
+    }
+    char a[9][24], *argv[12];
+    helper_argv(s, a, argv);
+    pid_t pid;
+    int rc = spawn_helper(s, theirs, argv, &pid);
+    if (rc != 0)
+        return plm_fail(err, rc, PLM_E_INTERNAL, "spawn guestio helper: %s", strerror(rc));
+    cleanup_pid pid_t child = pid;
+    close(take_fd(&theirs));
+    if (!read_hello(mine)) {
         int st = 0;
         kill(child, SIGKILL);
         while (waitpid(child, &st, 0) < 0 && errno == EINTR)
             ;
         take_pid(&child);
         *status = st;
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "guestio helper did not start (exit status %d, signal %d)",
-                           WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        return plm_fail(err, 0, PLM_E_INTERNAL, "guestio helper did not start (exit status %d, signal %d)",
+                        WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     }
     if (fcntl(mine, F_SETFL, O_NONBLOCK) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guestio channel: %s", strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "guestio channel: %s", strerror(errno));
     *pid_out = take_pid(&child);
     *chan_out = take_fd(&mine);
     return 0;

@@ -63,7 +63,7 @@ int gio_stream_open(int guest_fd, const char *helper_path, struct gio_stream **o
     struct gio_stream *s = calloc(1, sizeof *s);
     if (!s) {
         close(sp.exe_fd);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guest channel: out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "guest channel: out of memory");
     }
     s->pid = -1;
     s->chan = -1;
@@ -93,7 +93,7 @@ int gio_stream_open(int guest_fd, const char *helper_path, struct gio_stream **o
         int e = errno;
         reap(s);
         free(s);
-        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guest channel: hand-over failed: %s", strerror(e));
+        return plm_fail(err, e, PLM_E_INTERNAL, "guest channel: hand-over failed: %s", strerror(e));
     }
     *out = s;
     return 0;
@@ -104,7 +104,7 @@ static int fail(struct gio_stream *s, struct plm_err *err, const char *what)
     reap(s);
     s->state = -1;
     /* Guest bytes can crash the parser: its death is the guest's doing as far as we can tell. */
-    return plm_err_set(err, EPIPE, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "guest channel parser %s (wait status %d)", what,
+    return plm_fail(err, EPIPE, PLM_E_UNAVAILABLE, "guest channel parser %s (wait status %d)", what,
                        s->status);
 }
 
@@ -118,7 +118,7 @@ int gio_stream_next(struct gio_stream *s, int64_t deadline_ms, const uint8_t **p
         return 0;
     }
     if (s->state < 0)
-        return plm_err_set(err, EPIPE, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "guest channel parser gone");
+        return plm_fail(err, EPIPE, PLM_E_UNAVAILABLE, "guest channel parser gone");
     for (;;) {
         uint8_t *dst;
         size_t want;
@@ -133,7 +133,7 @@ int gio_stream_next(struct gio_stream *s, int64_t deadline_ms, const uint8_t **p
         if (want && n < 0 && (errno == EAGAIN || errno == EINTR)) {
             int64_t left = deadline_ms - (int64_t)clock_mono_ms();
             if (left <= 0)
-                return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "guest channel: deadline");
+                return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL, "guest channel: deadline");
             struct pollfd pf = {s->chan, POLLIN, 0};
             if (poll(&pf, 1, left > 1000 ? 1000 : (int)left) < 0 && errno != EINTR)
                 return fail(s, err, "poll failed");

@@ -1,5 +1,5 @@
 /* jail.c: the jail every QEMU runs in (jail.h). The one file of this provider that calls clone,
- * mount, pivot_root, setrlimit, setresuid or prctl (STYLE.md §1).
+ * mount, pivot_root, setresuid or prctl; its rlimits and no_new_privs are confine/steps.c's.
  * Trusts: the host's QEMU installation (Debian's package) and the kernel and initramfs the
  *   provider hashed; nothing from a guest (no guest byte is read here).
  * Invariant: QEMU never runs as root, never holds a capability, never sees a host file beyond
@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../confine/steps.h"
 #include "../../core/cleanup.h"
 
 #define TRACE_MAX (64 * 1024)
@@ -35,18 +36,18 @@
 static int add_file(struct mv_jail *j, const char *host_path, const char *jail_path, struct plm_err *err)
 {
     if (j->n_files == MV_JAIL_FILES_MAX)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: too many files");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: too many files");
     struct mv_jail_file *f = &j->files[j->n_files];
     if (!realpath(host_path, f->src))
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: `%s`: %s", host_path,
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: `%s`: %s", host_path,
                            strerror(errno));
     struct statvfs sv;
     if (statvfs(f->src, &sv) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: statvfs `%s`", f->src);
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: statvfs `%s`", f->src);
     f->lock_flags = (sv.f_flag & ST_NOSUID ? MS_NOSUID : 0) | (sv.f_flag & ST_NODEV ? MS_NODEV : 0) |
                     (sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0);
     if (snprintf(f->dst, sizeof f->dst, "%s%s", j->root, jail_path) >= (int)sizeof f->dst)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: path too long");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: path too long");
     /* Every ancestor directory of the jail path, parents first, once. */
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", jail_path);
@@ -54,13 +55,13 @@ static int add_file(struct mv_jail *j, const char *host_path, const char *jail_p
         *s = 0;
         char d[PATH_MAX];
         if (snprintf(d, sizeof d, "%s%.3900s", j->root, tmp) >= (int)sizeof d)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: path too long");
+            return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: path too long");
         bool have = false;
         for (int i = 0; i < j->n_dirs && !have; i++)
             have = strcmp(j->dirs[i], d) == 0;
         if (!have) {
             if (j->n_dirs == MV_JAIL_DIRS_MAX)
-                return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: too many directories");
+                return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: too many directories");
             memcpy(j->dirs[j->n_dirs++], d, sizeof d);
         }
         *s = '/';
@@ -75,7 +76,7 @@ static int trace_libs(struct mv_jail *j, const char *qemu, struct plm_err *err)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: pipe");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: pipe");
     pid_t pid = fork();
     if (pid == 0) {
         dup2(pfd[1], 1);
@@ -87,7 +88,7 @@ static int trace_libs(struct mv_jail *j, const char *qemu, struct plm_err *err)
     close(pfd[1]);
     if (pid < 0) {
         close(pfd[0]);
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: fork");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: fork");
     }
     cleanup_free char *buf = malloc(TRACE_MAX + 1);
     size_t len = 0;
@@ -104,9 +105,9 @@ static int trace_libs(struct mv_jail *j, const char *qemu, struct plm_err *err)
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
     if (!buf)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "microvm jail: out of memory");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+        return plm_fail(err, 0, PLM_E_INTERNAL,
                            "microvm: `%s` does not run (install Debian's qemu-system-x86)", qemu);
     buf[len] = 0;
     int n = 0;
@@ -125,7 +126,7 @@ static int trace_libs(struct mv_jail *j, const char *qemu, struct plm_err *err)
         n++;
     }
     if (n == 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: no libraries traced for `%s`", qemu);
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: no libraries traced for `%s`", qemu);
     return 0;
 }
 
@@ -146,9 +147,9 @@ int mv_jail_init(struct mv_jail *j, const char *qemu, const char *kernel, const 
             snprintf(j->root, sizeof j->root, "%s", roots[i]);
     }
     if (!j->root[0])
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: no mount point (/mnt) for the root");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: no mount point (/mnt) for the root");
     if (access(qemu, X_OK) < 0)
-        return plm_err_set(err, errno, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+        return plm_fail(err, errno, PLM_E_UNAVAILABLE,
                            "microvm: `%s` not found: install Debian's qemu-system-x86 (scripts/install-deps.sh)", qemu);
     snprintf(j->qemu_in_jail, sizeof j->qemu_in_jail, "/usr/bin/qemu-system-x86_64");
     if (add_file(j, qemu, j->qemu_in_jail, err) < 0 || trace_libs(j, qemu, err) < 0)
@@ -170,7 +171,7 @@ int mv_jail_init(struct mv_jail *j, const char *qemu, const char *kernel, const 
 int mv_jail_add_disk(struct mv_jail *j, const char *image, struct plm_err *err)
 {
     if (strncmp(image, j->root, strlen(j->root)) == 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: `%s` is under the jail's root %s",
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm jail: `%s` is under the jail's root %s",
                            image, j->root);
     return add_file(j, image, "/disk.img", err);
 }
@@ -213,6 +214,13 @@ static int touch(const char *path)
     return 0;
 }
 
+/* The child's walls, in the order of confine/steps.h where QEMU lets it: the parent-death
+ * signal; ids before everything else (the jail's files must be owned by an id mapped in the new
+ * user namespace, and raw syscalls, not glibc's, in this raw clone), which clears the signal, so
+ * it is armed again; then the mounts and pivot_root, which steps.h has no row for; the
+ * descriptors (cf_close_from); the environment is none (execve's envp); the rlimit table
+ * (cf_set_limits); no_new_privs (cf_no_new_privs); and in place of our filter, QEMU's own
+ * seccomp sandbox (-sandbox on), which it loads after exec. */
 __attribute__((noreturn)) static void child(const struct mv_jail *j, char *const argv[], const int *fds, int n_fds,
                                             unsigned fsize_mb, int sync_fd)
 {
@@ -275,16 +283,18 @@ __attribute__((noreturn)) static void child(const struct mv_jail *j, char *const
     for (int i = 1; i < n_fds; i++)
         if (dup2(hi[i], 2 + i) < 0)
             _exit(JX_FDS);
-    if (syscall(SYS_close_range, 2 + n_fds, ~0U, 0) < 0)
+    if (cf_close_from(2 + n_fds) < 0)
         _exit(JX_FDS);
 
-    struct rlimit core = {0, 0}, nofile = {64, 64};
-    rlim_t fs = fsize_mb ? (rlim_t)fsize_mb << 20 : 0;
-    struct rlimit fsize = {fs, fs};
-    if (setrlimit(RLIMIT_CORE, &core) < 0 || setrlimit(RLIMIT_NOFILE, &nofile) < 0 ||
-        setrlimit(RLIMIT_FSIZE, &fsize) < 0)
+    /* QEMU writes no core and no file but a template's state (fsize_mb; 0 for every other VM). */
+    const struct cf_rlimit limits[] = {
+        {RLIMIT_CORE, 0},
+        {RLIMIT_NOFILE, 64},
+        {RLIMIT_FSIZE, (uint64_t)fsize_mb << 20},
+    };
+    if (cf_set_limits(limits, sizeof limits / sizeof limits[0]) < 0)
         _exit(JX_LIMITS);
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    if (cf_no_new_privs() < 0)
         die(2, JX_IDS, "no_new_privs", "");
     char *const envp[] = {NULL};
     execve(j->qemu_in_jail, argv, envp);
@@ -309,7 +319,7 @@ pid_t mv_jail_spawn(const struct mv_jail *j, char *const argv[], const int *fds,
 {
     int sync[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: socketpair");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm jail: socketpair");
     long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS |
                  CLONE_NEWCGROUP | SIGCHLD;
     /* A raw clone (no atfork handlers, no locks taken in the child): the child makes syscalls
@@ -323,7 +333,7 @@ pid_t mv_jail_spawn(const struct mv_jail *j, char *const argv[], const int *fds,
     if (r < 0) {
         int e = errno;
         close(sync[1]);
-        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: clone: %s", strerror(e));
+        return plm_fail(err, e, PLM_E_INTERNAL, "microvm jail: clone: %s", strerror(e));
     }
     pid_t pid = (pid_t)r;
     char ack = 0;
@@ -334,7 +344,7 @@ pid_t mv_jail_spawn(const struct mv_jail *j, char *const argv[], const int *fds,
         kill(pid, SIGKILL);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
-        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm jail: id maps: %s", strerror(e));
+        return plm_fail(err, e, PLM_E_INTERNAL, "microvm jail: id maps: %s", strerror(e));
     }
     close(sync[1]);
     return pid;

@@ -76,7 +76,7 @@ static int mv_preflight(struct plm_provider *p, struct plm_err *err)
 {
     struct mv_state *s = st_of(p);
     if (access(s->cfg.qemu, X_OK) < 0)
-        return plm_err_set(err, errno, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+        return plm_fail(err, errno, PLM_E_UNAVAILABLE,
                            "microvm: `%s` is gone (Debian package qemu-system-x86)", s->cfg.qemu);
     return 0;
 }
@@ -154,7 +154,7 @@ static int mv_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, cons
     out->duration_ms = ms;
     if (plm_result_stamp(out, "microvm", tier, s->identity, NULL) < 0) {
         plm_result_done(out);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the run");
     }
     return 0;
 }
@@ -172,7 +172,7 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
     if (!s->pool || !s->proj->pool)
         return plm_fail(err, 0, PLM_E_UNAVAILABLE, "microvm: not proven; nothing ran");
     if (plm_project_is_python(req) && !__atomic_load_n(&s->python_proven, __ATOMIC_ACQUIRE))
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
                            "a step runs python, and the startup proof found no python3 with numpy, pandas and "
                            "matplotlib on the project disk (see the evidence card); nothing ran");
     struct mv_state *ps = s->proj;
@@ -194,7 +194,7 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
     out->duration_ms = ms;
     if (plm_result_stamp(out, "microvm", tier, ps->identity, NULL) < 0) {
         plm_result_done(out);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the run");
     }
     return 0;
 }
@@ -252,7 +252,7 @@ static int hash_files(const char *a, const char *b, const char *c, char hex[65],
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "sha256 unavailable");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "sha256 unavailable");
     }
     const char *files[3] = {a, b, c};
     uint8_t buf[65536];
@@ -261,7 +261,7 @@ static int hash_files(const char *a, const char *b, const char *c, char hex[65],
         if (fd < 0) {
             int e = errno;
             EVP_MD_CTX_free(md);
-            return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+            return plm_fail(err, e, PLM_E_INTERNAL,
                                "microvm: `%s`: %s (run scripts/microvm-setup.sh and build)", files[i], strerror(e));
         }
         ssize_t k;
@@ -331,7 +331,7 @@ struct plm_provider *mv_provider_new(const struct mv_config *cfg, struct plm_err
     if (!cfg)
         cfg = &zero;
     if (geteuid() != 0) {
-        plm_err_set(err, EPERM, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+        plm_fail(err, EPERM, PLM_E_INTERNAL,
                     "microvm: the QEMU jail needs root (id-mapped user namespaces, mounts); run plimsolld as root");
         return NULL;
     }
@@ -340,7 +340,7 @@ struct plm_provider *mv_provider_new(const struct mv_config *cfg, struct plm_err
     if (!s || !p) {
         free(s);
         free(p);
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "microvm: out of memory");
         return NULL;
     }
     s->template_fd = -1;
@@ -357,7 +357,7 @@ struct plm_provider *mv_provider_new(const struct mv_config *cfg, struct plm_err
     s->cfg.initrd = s->initrd_path;
     /* The jail's uid and gid must belong to nobody on this host. */
     if (getpwuid(s->cfg.uid) || getgrgid(s->cfg.uid)) {
-        plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: uid/gid %u exists on this host; QEMU needs an unused one",
+        plm_fail(err, 0, PLM_E_INTERNAL, "microvm: uid/gid %u exists on this host; QEMU needs an unused one",
                     s->cfg.uid);
         goto fail;
     }
@@ -369,7 +369,7 @@ struct plm_provider *mv_provider_new(const struct mv_config *cfg, struct plm_err
      * their identity covers the disk image too. */
     struct mv_state *ps = calloc(1, sizeof *ps);
     if (!ps) {
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "microvm: out of memory");
         goto fail;
     }
     s->proj = ps;

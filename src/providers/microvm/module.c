@@ -2,7 +2,7 @@
  * Owns: the project a module run becomes in a project VM (params.txt in, the worker step from the
  *   project disk, results.bin out), the startup proof (the model list and one known row's
  *   checksum) that Describe's supports_module rests on, and the module environment Describe states.
- * Trusts: nothing from the guest: the PROJECT_RESULT frame is decoded by chan.c like any project's
+ * Trusts: nothing from the guest: the PROJECT_RESULT frame is decoded by guestio/vmchan.c like any project's
  *   and results.bin by core's strict PLSM decoder (plm_module_outcome), on the host side.
  * Invariant: a module run reaches a VM only after the floor check and the startup proof passed and
  *   its plan fits the guest's plan limit; the VM it takes is killed before the run returns. */
@@ -17,7 +17,7 @@
 #define MV_WORKER_PATH "/usr/lib/plimsoll/sim-worker"
 #define MV_MODELS_DIR "/usr/lib/plimsoll/models"
 /* The text of params.txt a module run may send: the file content share of the guest's plan limit
- * (chan.h MVC_PROJECT_MAX), so the whole plan always fits. */
+ * (vmchan.h MVC_PROJECT_MAX), so the whole plan always fits. */
 #define MV_MODULE_PARAMS_MAX (4u * 1024 * 1024)
 /* The proof row and its checksum: docker's (src/providers/docker/module.c). The same sources, the
  * same bits under TCG or KVM: a one-ulp difference anywhere in Lorenz changes it. */
@@ -44,11 +44,11 @@ int mv_run_module(struct mv_state *s, const struct plm_run_ctx *ctx, const struc
 {
     struct mv_state *ps = s->proj;
     if (!__atomic_load_n(&ps->module_proven, __ATOMIC_ACQUIRE))
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
                            "microvm runs no module payloads: the startup proof found no module worker on the "
                            "project disk (see the evidence card); nothing ran");
     if (!ps->pool)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: not proven; nothing ran");
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "microvm: not proven; nothing ran");
     struct plm_module_plan pl;
     if (plm_module_plan_make(&pl, req, MV_WORKER_PATH, MV_MODELS_DIR, NULL, err) < 0) {
         plm_module_plan_done(&pl);
@@ -57,7 +57,7 @@ int mv_run_module(struct mv_state *s, const struct plm_run_ctx *ctx, const struc
     if (pl.params_len > MV_MODULE_PARAMS_MAX) {
         size_t n = pl.params_len;
         plm_module_plan_done(&pl);
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
                            "the parameter table is %zu bytes as params.txt; a microvm module run takes at most %u",
                            n, MV_MODULE_PARAMS_MAX);
     }
@@ -81,7 +81,7 @@ int mv_run_module(struct mv_state *s, const struct plm_run_ctx *ctx, const struc
     out->duration_ms = ms;
     if (plm_result_stamp(out, "microvm", PLM_TIER_VM, ps->identity, NULL) < 0) {
         plm_result_done(out);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the run");
     }
     return rc;
 }
@@ -121,7 +121,7 @@ int mv_module_proof(struct mv_state *s, struct plm_err *err)
          * (unsupported); everything else still runs. */
         plm_result_done(&proj);
         if (ev_add_confinement(&s->ev, "modules: absent (no %s on the project disk)", MV_MODELS_DIR) < 0)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
+            return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: evidence card is full");
         return 0;
     }
     size_t total = pr->n_steps ? read_models(ps, &pr->steps[0].out) : 0;
@@ -145,7 +145,7 @@ int mv_module_proof(struct mv_state *s, struct plm_err *err)
                       "%s (%lld ms)", sum[0] ? sum : (m.detail && m.detail[0] ? m.detail : e.msg), (long long)ms);
     plm_module_result_free(&m);
     if (c < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: evidence card is full");
     /* A failed check fails startup (mv_prove); set before anything is served: read-only after. */
     __atomic_store_n(&ps->module_proven, ok && has_proof_model, __ATOMIC_RELEASE);
     return 0;

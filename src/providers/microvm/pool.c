@@ -83,7 +83,7 @@ struct mv_pool *mv_pool_new(struct mv_state *s, uint32_t size, struct plm_err *e
 {
     struct mv_pool *p = calloc(1, sizeof *p);
     if (!p) {
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "microvm: out of memory");
         return NULL;
     }
     p->s = s;
@@ -95,7 +95,7 @@ struct mv_pool *mv_pool_new(struct mv_state *s, uint32_t size, struct plm_err *e
         pthread_mutex_destroy(&p->mu);
         pthread_cond_destroy(&p->cv);
         free(p);
-        plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: refill thread: %s", strerror(e));
+        plm_fail(err, e, PLM_E_INTERNAL, "microvm: refill thread: %s", strerror(e));
         return NULL;
     }
     p->started = true;
@@ -151,7 +151,7 @@ int mv_pool_take_parked(struct mv_pool *p, uint32_t timeout_ms, struct mv_vm *vm
     while (!take_ready(p, vm)) {
         pthread_cond_signal(&p->cv);
         if (p->stop || pthread_cond_timedwait(&p->cv, &p->mu, &until) == ETIMEDOUT) {
-            r = plm_err_set(err, ETIMEDOUT, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+            r = plm_fail(err, ETIMEDOUT, PLM_E_UNAVAILABLE,
                             "microvm: no VM came up within %u ms%s%s", timeout_ms, p->last_error[0] ? ": " : "",
                             p->last_error);
             break;

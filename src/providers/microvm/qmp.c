@@ -33,16 +33,16 @@ static int mv_qmp_answer(struct mv_qmp *q, char *out, size_t out_len, struct plm
             continue;
         }
         if (q->len == sizeof q->buf)
-            return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: QMP line too long");
+            return plm_fail(err, EPROTO, PLM_E_INTERNAL, "microvm: QMP line too long");
         int64_t left = (q->deadline_ns - mv_now_ns()) / 1000000;
         if (left <= 0)
-            return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: QMP timed out");
+            return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL, "microvm: QMP timed out");
         struct pollfd p = {.fd = q->fd, .events = POLLIN};
         if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) <= 0)
             continue;
         ssize_t k = read(q->fd, q->buf + q->len, sizeof q->buf - q->len);
         if (k <= 0)
-            return plm_err_set(err, EPIPE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: QMP closed");
+            return plm_fail(err, EPIPE, PLM_E_INTERNAL, "microvm: QMP closed");
         q->len += (size_t)k;
     }
 }
@@ -66,11 +66,11 @@ int mv_qmp_cmd(struct mv_qmp *q, const char *cmd, int fd, char *out, size_t out_
         memcpy(CMSG_DATA(c), &fd, sizeof fd);
     }
     if (sendmsg(q->fd, &m, MSG_NOSIGNAL) != (ssize_t)iov.iov_len)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: QMP send: %s", strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm: QMP send: %s", strerror(errno));
     if (mv_qmp_answer(q, out, out_len, err) < 0)
         return -1;
     if (strstr(out, "\"error\""))
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: QMP: %.200s", out);
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: QMP: %.200s", out);
     return 0;
 }
 

@@ -33,7 +33,7 @@ static int answer_host_call(struct mv_vm *vm, uint64_t run_seq, const struct qf_
     }
     char method[QF_HOST_METHOD_MAX + 1], *path = malloc(hc->path_len + 1);
     if (!path)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "microvm: out of memory");
     memcpy(method, hc->method, hc->method_len);
     method[hc->method_len] = 0;
     memcpy(path, hc->path, hc->path_len);
@@ -61,7 +61,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
     const char *client = api ? api->client_js : NULL;
     size_t client_len = client ? strlen(client) : 0;
     if (client_len > QF_CLIENT_MAX)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: grant client too large; nothing ran");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: grant client too large; nothing ran");
     uint8_t fixed[QF_RUN_FIXED];
     qf_run_encode_fixed(fixed, timeout_ms, api ? QF_RUN_GRANT : 0, (uint32_t)client_len);
     if (mv_vm_send(vm, MVC_RUN, 0, fixed, sizeof fixed, client, client_len, code, len, err) < 0)
@@ -82,14 +82,14 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
             return -1;
         }
         if (f.hdr.seq != run_seq)
-            return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: guest frame for another request");
+            return plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "microvm: guest frame for another request");
         switch (f.hdr.type) {
         case MVC_RESULT: {
             const struct qf_result *res = &f.u.result;
             if (copy_bytes(&out->out, res->out, res->out_len) < 0 || copy_bytes(&out->err, res->err, res->err_len) < 0) {
                 plm_bytes_done(&out->out);
                 plm_bytes_done(&out->err);
-                return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory");
+                return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "microvm: out of memory");
             }
             out->exit_code = res->exit_code;
             out->timed_out = res->flags & QF_RES_TIMED_OUT;
@@ -100,7 +100,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
         }
         case MVC_HOST_CALL:
             if (!api || f.u.host_call.call_no != calls + 1)
-                return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+                return plm_fail(err, EPROTO, PLM_E_UNAVAILABLE,
                                    "microvm: host call %s", api ? "out of order" : "without a grant");
             calls++;
             if (answer_host_call(vm, run_seq, &f.u.host_call, api, run_deadline, err) < 0)
@@ -114,11 +114,11 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
                 *ms = (mv_now_ns() - t0) / 1000000;
                 return 0;
             }
-            return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+            return plm_fail(err, 0, PLM_E_UNAVAILABLE,
                                "microvm: the guest's run process ended without a result (wait status %d)",
                                f.u.died_status);
         default:
-            return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: unexpected guest frame type %u",
+            return plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "microvm: unexpected guest frame type %u",
                                f.hdr.type);
         }
     }
@@ -129,7 +129,7 @@ static void put_u32(uint8_t *p, uint32_t v)
     f16_put_u32(p, v);
 }
 
-/* The plan as one PROJECT payload (chan.h); sizes were validated by the daemon (§1.4). */
+/* The plan as one PROJECT payload (vmchan.h); sizes were validated by the daemon (§1.4). */
 static uint8_t *encode_plan(const struct plm_request *req, uint32_t timeout_ms, size_t *len)
 {
     size_t n = 16;
@@ -243,7 +243,7 @@ int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_reques
     size_t len = 0;
     uint8_t *plan = encode_plan(req, timeout_ms, &len);
     if (!plan)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: project plan; nothing ran");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "microvm: project plan; nothing ran");
     int r = mv_vm_send(vm, MVC_PROJECT, 0, plan, len, NULL, 0, NULL, 0, err);
     free(plan);
     if (r < 0)
@@ -255,7 +255,7 @@ int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_reques
     if (r < 0 && err->errnum == ETIMEDOUT) {
         plm_err_clear(err);
         return set_outcome(pr, PLM_OUTCOME_TIMED_OUT, "run exceeded the time budget") < 0
-                   ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory")
+                   ? plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory")
                    : 0;
     }
     /* The VM launched and took the plan: anything but a valid report is a protocol error. */
@@ -273,7 +273,7 @@ int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_reques
             snprintf(d, sizeof d, "could not parse sandbox result (%.100s)", err->msg);
         plm_err_clear(err);
         return set_outcome(pr, PLM_OUTCOME_PROTOCOL_ERROR, d) < 0
-                   ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory")
+                   ? plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory")
                    : 0;
     }
     int c = copy_project(&f, req, pr);
@@ -284,6 +284,6 @@ int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_reques
         return set_outcome(pr, PLM_OUTCOME_PROTOCOL_ERROR, "could not parse sandbox result");
     }
     if (c < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: out of memory after the project");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "microvm: out of memory after the project");
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../core/clock.h"
 #include "../../core/limits.h"
 #include "../../core/pylang.h"
 #include "mv_int.h"
@@ -21,7 +22,7 @@
 #define CHECK(name, expected, ok, ...)                                                                       \
     do {                                                                                                     \
         if (ev_add_check(&s->ev, name, expected, ok, __VA_ARGS__) < 0)                                       \
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full"); \
+            return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: evidence card is full"); \
     } while (0)
 
 /* One line's value from /proc/<pid>/status ("" when absent). */
@@ -113,7 +114,7 @@ static bool other_ns(pid_t pid, const char *ns)
 static int host_checks(struct mv_state *s, pid_t pid, struct plm_err *err)
 {
     if (s->disk_path[0])
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: host checks take the snippet state");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: host checks take the snippet state");
     char v[128], want[32];
     snprintf(want, sizeof want, "%u", s->cfg.uid);
     status_field(pid, "Uid", v, sizeof v);
@@ -176,7 +177,7 @@ static int probe_text(struct mv_vm *vm, char text[MVC_PROBE_RESULT_MAX + 1], str
     if (r == 0)
         r = mv_vm_read(vm, mv_now_ns() + 60 * 1000000000LL, &f, err);
     if (r == 0 && f.hdr.type != MVC_PROBE_RESULT)
-        r = plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: probe: unexpected frame %u", f.hdr.type);
+        r = plm_fail(err, EPROTO, PLM_E_INTERNAL, "microvm: probe: unexpected frame %u", f.hdr.type);
     if (r == 0) {
         memcpy(text, f.u.text.p, f.u.text.len);
         text[f.u.text.len] = 0;
@@ -320,7 +321,7 @@ static int project(struct mv_state *s, struct plm_err *err)
                          pr->n_artifacts);
     plm_result_done(&res);
     if (c < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: evidence card is full");
     return 0;
 }
 
@@ -353,7 +354,7 @@ static int python_probe(struct mv_state *s, struct plm_err *err)
                               true, "%s (%lld ms)", obs, (long long)ms)
                : ev_add_confinement(&s->ev, "python: %.120s", obs);
     if (c < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: evidence card is full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "microvm: evidence card is full");
     if (ok)
         __atomic_store_n(&s->python_proven, 1, __ATOMIC_RELEASE);
     return 0;
@@ -419,7 +420,7 @@ static int choose_accel(struct mv_state *s, struct plm_err *err)
         snprintf(why, sizeof why, "a KVM guest did not boot within %u ms (%.80s)", t, e2.msg);
     }
     if (s->cfg.accel == MV_ACCEL_KVM)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "SANDBOX_MICROVM_ACCEL=kvm: %s", why);
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "SANDBOX_MICROVM_ACCEL=kvm: %s", why);
     snprintf(s->accel_note, sizeof s->accel_note, "tcg (auto: %s)", why);
     return 0;
 }
@@ -432,18 +433,16 @@ static void note_checks(const struct mv_state *s, size_t *seen)
                      s->ev.checks[*seen].passed ? "passed" : "FAILED");
 }
 
-int mv_prove(struct mv_state *s, struct plm_err *err)
+/* Stage 1: the accelerator, then both templates saved (the project state gets the accelerator
+ * chosen for the snippets and its own template; the two boots overlap on two CPUs). A template
+ * that cannot be saved leaves cold boots, said on the card (serr). */
+static int prepare(struct mv_state *s, struct plm_err *serr, struct plm_err *err)
 {
-    memset(&s->ev, 0, sizeof s->ev);
-    snprintf(s->ev.provider, sizeof s->ev.provider, "microvm");
-    s->ev.tier = PLM_TIER_VM;
     plm_progress("microvm", "accelerator", "choosing (SANDBOX_MICROVM_ACCEL=%s)",
                  s->cfg.accel == MV_ACCEL_TCG ? "tcg" : s->cfg.accel == MV_ACCEL_KVM ? "kvm" : "auto");
     if (choose_accel(s, err) < 0)
         return -1;
     plm_progress("microvm", "accelerator", "%s", s->accel_note);
-    /* The project state: the accelerator chosen above, its own template, saved while the
-     * snippets' template is (two CPUs: the two boots overlap). */
     struct mv_state *ps = s->proj;
     ps->kvm = s->kvm;
     if (s->kvm && mv_state_jail(ps, true, s->jail.gid, err) < 0)
@@ -451,8 +450,7 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
     struct save_job pjob = {.s = ps};
     plm_progress("microvm", "template", "booting the snippet and project templates to save them");
     bool parallel = pthread_create(&pjob.thread, NULL, save_thread, &pjob) == 0;
-    struct plm_err serr = {0};
-    save_or_cold(s, &serr);
+    save_or_cold(s, serr);
     if (parallel)
         pthread_join(pjob.thread, NULL);
     else
@@ -460,48 +458,57 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
     plm_progress("microvm", "template", "snippet template %s, project template %s",
                  s->template_fd >= 0 ? "saved" : "not saved (cold boots)",
                  ps->template_fd >= 0 ? "saved" : "not saved (cold boots)");
-    size_t seen = 0;
+    return 0;
+}
+
+/* Stage 2: the checks on real guests, in order, each stopping the proof when it fails. */
+static int guest_checks(struct mv_state *s, size_t *seen, struct plm_err *err)
+{
     plm_progress("microvm", "proof", "probing a guest (negative probes)");
     int r = probes(s, err);
-    note_checks(s, &seen);
+    note_checks(s, seen);
     if (r == 0) {
         plm_progress("microvm", "proof", "running snippets in guests");
         r = snippet(s, "guest.snippet", "console.log(1+1)", "stdout \"2\\n\", exit 0", says_two, err);
-        note_checks(s, &seen);
+        note_checks(s, seen);
     }
     if (r == 0) {
         r = snippet(s, "guest.memory_bomb_snippet", "let a=[];for(;;)a.push('x'.repeat(1<<24)+a.length)",
                     "ends as a result with a non-zero exit", ended_as_result, err);
-        note_checks(s, &seen);
+        note_checks(s, seen);
     }
     if (r == 0) {
         plm_progress("microvm", "proof", "probing a project guest and running a project");
         r = project_probes(s, err);
-        note_checks(s, &seen);
+        note_checks(s, seen);
     }
     if (r == 0) {
         r = project(s, err);
-        note_checks(s, &seen);
+        note_checks(s, seen);
     }
     if (r == 0) {
         plm_progress("microvm", "proof", "importing numpy, pandas and matplotlib in a project guest");
         r = python_probe(s, err);
-        note_checks(s, &seen);
+        note_checks(s, seen);
     }
     if (r == 0) {
         plm_progress("microvm", "proof", "running a module row in a project guest");
         r = mv_module_proof(s, err);
-        note_checks(s, &seen);
+        note_checks(s, seen);
     }
-    if (r < 0)
-        return -1;
+    return r;
+}
 
+/* Stage 3: what ran, as the guest kernel itself reported it, and the walls, on the card. */
+static int describe(struct mv_state *s, size_t *seen, const struct plm_err *serr, struct plm_err *err)
+{
+    struct mv_state *ps = s->proj;
     char release[128] = "", cpu[128] = "";
     sscanf(s->guest_ready, "%127[^\n]\n%127[^\n]", release, cpu);
     char host_release[128];
     ev_kernel_release(host_release, sizeof host_release);
     CHECK("guest.kernel", "reported by the guest kernel itself", release[0] != 0, "%s (host %s)", release, host_release);
-    note_checks(s, &seen);
+    note_checks(s, seen);
     snprintf(s->ev.runtime, sizeof s->ev.runtime, "qemu-microvm/%s", s->kvm ? "kvm" : "tcg");
     snprintf(s->ev.runtime_version, sizeof s->ev.runtime_version, "%s", s->qemu_version);
     snprintf(s->ev.kernel_release, sizeof s->ev.kernel_release, "%s", release);
@@ -517,18 +524,25 @@ int mv_prove(struct mv_state *s, struct plm_err *err)
         ev_add_confinement(&s->ev, "pool: restored from one template, fresh seed per VM");
         ev_add_confinement(&s->ev, "shared by restored VMs: guest kernel layout (KASLR), boot-time state");
     } else {
-        ev_add_confinement(&s->ev, "pool: cold boots (template save failed: %.80s)", serr.msg);
+        ev_add_confinement(&s->ev, "pool: cold boots (template save failed: %.80s)", serr->msg);
     }
-    if (!ev_all_passed(&s->ev)) {
-        for (size_t i = 0; i < s->ev.n_checks; i++)
-            if (!s->ev.checks[i].passed)
-                return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                                   "microvm startup proof failed: %s: expected %s, observed %s", s->ev.checks[i].name,
-                                   s->ev.checks[i].expected, s->ev.checks[i].observed);
-    }
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    s->ev.checked_unix_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    return 0;
+}
+
+int mv_prove(struct mv_state *s, struct plm_err *err)
+{
+    memset(&s->ev, 0, sizeof s->ev);
+    snprintf(s->ev.provider, sizeof s->ev.provider, "microvm");
+    s->ev.tier = PLM_TIER_VM;
+    struct plm_err serr = {0};
+    size_t seen = 0;
+    if (prepare(s, &serr, err) < 0 || guest_checks(s, &seen, err) < 0 || describe(s, &seen, &serr, err) < 0)
+        return -1;
+    for (size_t i = 0; i < s->ev.n_checks; i++)
+        if (!s->ev.checks[i].passed)
+            return plm_fail(err, 0, PLM_E_INTERNAL, "microvm startup proof failed: %s: expected %s, observed %s",
+                            s->ev.checks[i].name, s->ev.checks[i].expected, s->ev.checks[i].observed);
+    s->ev.checked_unix_ms = clock_unix_ms();
     ev_seal(&s->ev);
     return 0;
 }

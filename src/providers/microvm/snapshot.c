@@ -29,7 +29,7 @@ int mv_snapshot_save(struct mv_state *s, struct plm_err *err)
     if (mfd < 0) {
         int e = errno;
         mv_vm_kill(&vm);
-        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: memfd_create: %s", strerror(e));
+        return plm_fail(err, e, PLM_E_INTERNAL, "microvm: memfd_create: %s", strerror(e));
     }
     memcpy(s->guest_ready, vm.ready, sizeof s->guest_ready);
     s->boot_ms = vm.boot_ms;
@@ -49,7 +49,7 @@ int mv_snapshot_save(struct mv_state *s, struct plm_err *err)
         if (r == 0 && strstr(ans, "\"completed\""))
             break;
         if (r == 0 && (strstr(ans, "\"failed\"") || strstr(ans, "\"cancelled\"")))
-            r = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: template save failed: %.200s", ans);
+            r = plm_fail(err, 0, PLM_E_INTERNAL, "microvm: template save failed: %.200s", ans);
         if (r == 0)
             nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
     }
@@ -61,7 +61,7 @@ int mv_snapshot_save(struct mv_state *s, struct plm_err *err)
     if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
         int e = errno;
         close(mfd);
-        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: seal template: %s", strerror(e));
+        return plm_fail(err, e, PLM_E_INTERNAL, "microvm: seal template: %s", strerror(e));
     }
     s->save_ms = (mv_now_ns() - t0) / 1000000;
     if (s->template_fd >= 0)

@@ -2,7 +2,7 @@
  * with deadlines, kill and reap.
  * Owns: per VM, the QEMU pid and our ends of its channel, monitor and stderr pipe.
  * Trusts: nothing the guest writes, and never reads it: a confined guestio helper does
- *   (mv_vm_read); its frames pass mvc_canon_decode (chan.c), every wait bounded by a deadline.
+ *   (mv_vm_read); its frames pass mvc_canon_decode (guestio/vmchan.c), every wait bounded by a deadline.
  * Invariant: mv_vm_kill is the one release path: SIGKILL, waitpid, close; it is safe on a
  *   half-started VM and leaves no process, descriptor or file. */
 #include <errno.h>
@@ -181,8 +181,7 @@ int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, siz
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0) /* the peer gone (EPIPE, ECONNRESET) is a VM that went away: the guest can do that */
-            return plm_err_set(err, errno, errno == EPIPE || errno == ECONNRESET ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL,
-                               PLM_REFUSAL_NONE, "microvm: write to the guest: %s", strerror(errno));
+            return plm_fail(err, errno, errno == EPIPE || errno == ECONNRESET ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, "microvm: write to the guest: %s", strerror(errno));
         size_t left = (size_t)k;
         while (n > 0 && left >= v->iov_len) {
             left -= v->iov_len;
@@ -206,11 +205,11 @@ int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struc
 {
     struct mv_reader *r = &vm->rd;
     if (r->failed)
-        return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: the guest channel is closed");
+        return plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "microvm: the guest channel is closed");
     if (!r->gs) {
         int fd = vm->chan >= 0 ? fcntl(vm->chan, F_DUPFD_CLOEXEC, 0) : -1;
         if (fd < 0)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: channel: %s", strerror(errno));
+            return plm_fail(err, errno, PLM_E_INTERNAL, "microvm: channel: %s", strerror(errno));
         if (gio_stream_open(fd, NULL, &r->gs, err) < 0) {
             r->failed = true;
             return plm_err_wrap(err, "microvm");
@@ -227,7 +226,7 @@ int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struc
         r->failed = true;
         gio_stream_close(r->gs);
         r->gs = NULL;
-        return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+        return plm_fail(err, EPROTO, PLM_E_UNAVAILABLE,
                            "microvm: the guest channel's parser sent a malformed frame");
     }
     if (k < 0) {
@@ -237,7 +236,7 @@ int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struc
     }
     r->failed = true;
     if (why == GIO_END_PROTOCOL)
-        return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: the guest broke the channel protocol");
+        return plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "microvm: the guest broke the channel protocol");
     char said[200];
     qemu_said(vm, said, sizeof said);
     /* QEMU (or the jail before exec) is gone or going: reap it for its status. */
@@ -249,7 +248,7 @@ int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struc
         vm->pid = -1;
     }
     /* A guest can power off or panic its own VM: the sandbox went away, the code may have run. */
-    return plm_err_set(err, EPIPE, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: the VM went away (%s %d)%s%s",
+    return plm_fail(err, EPIPE, PLM_E_UNAVAILABLE, "microvm: the VM went away (%s %d)%s%s",
                        WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
                        said[0] ? ": " : "", said);
 }
@@ -261,13 +260,13 @@ int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_ti
     cleanup_close int ch_guest = -1, aux_guest = -1, err_w = -1, qmp_guest = -1;
     int ch[2], ep[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: socketpair: %s", strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm: socketpair: %s", strerror(errno));
     vm->chan = ch[0];
     ch_guest = ch[1];
     if (pipe2(ep, O_CLOEXEC) < 0) {
         int e = errno;
         mv_vm_kill(vm);
-        return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: pipe: %s", strerror(e));
+        return plm_fail(err, e, PLM_E_INTERNAL, "microvm: pipe: %s", strerror(e));
     }
     vm->errp = ep[0];
     err_w = ep[1];
@@ -280,7 +279,7 @@ int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_ti
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, q) < 0) {
             int e = errno;
             mv_vm_kill(vm);
-            return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: socketpair: %s", strerror(e));
+            return plm_fail(err, e, PLM_E_INTERNAL, "microvm: socketpair: %s", strerror(e));
         }
         vm->qmp = q[0];
         aux_guest = q[1];
@@ -292,13 +291,13 @@ int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_ti
         if (aux_guest < 0) {
             int e = errno;
             mv_vm_kill(vm);
-            return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: reopen template: %s", strerror(e));
+            return plm_fail(err, e, PLM_E_INTERNAL, "microvm: reopen template: %s", strerror(e));
         }
         int q[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, q) < 0) {
             int e = errno;
             mv_vm_kill(vm);
-            return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: socketpair: %s", strerror(e));
+            return plm_fail(err, e, PLM_E_INTERNAL, "microvm: socketpair: %s", strerror(e));
         }
         vm->qmp = q[0];
         qmp_guest = q[1];
@@ -324,7 +323,7 @@ int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_ti
     }
     if (f.hdr.type != MVC_READY) {
         mv_vm_kill(vm);
-        return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: boot: expected READY, got type %u",
+        return plm_fail(err, EPROTO, PLM_E_INTERNAL, "microvm: boot: expected READY, got type %u",
                            f.hdr.type);
     }
     memcpy(vm->ready, f.u.text.p, f.u.text.len);
@@ -338,14 +337,14 @@ int mv_vm_seed(struct mv_vm *vm, uint32_t timeout_ms, struct plm_err *err)
     uint8_t seed[MVC_SEED_LEN];
     int64_t t0 = mv_now_ns();
     if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: getrandom: %s", strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "microvm: getrandom: %s", strerror(errno));
     if (mv_vm_send(vm, MVC_SEED, 0, seed, sizeof seed, NULL, 0, NULL, 0, err) < 0)
         return -1;
     struct mvc_frame f;
     if (mv_vm_read(vm, t0 + (int64_t)timeout_ms * 1000000, &f, err) < 0)
         return plm_err_wrap(err, "seed");
     if (f.hdr.type != MVC_SEEDED || f.hdr.seq != vm->seq)
-        return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "microvm: seed: unexpected frame type %u",
+        return plm_fail(err, EPROTO, PLM_E_INTERNAL, "microvm: seed: unexpected frame type %u",
                            f.hdr.type);
     if (!vm->boot_ms) /* a restore: spawn to SEEDED */
         vm->boot_ms = (mv_now_ns() - vm->spawned_ns) / 1000000;

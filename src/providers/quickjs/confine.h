@@ -44,6 +44,6 @@ unsigned wk_zygote_setup(pid_t monitor_pid, int ctl_fd);
 /* One worker, right after the zygote forked it, in this order: parent-death signal (checked
  * against monitor_pid, the worker's parent through CLONE_PARENT), `sock` moved to fd 3 and
  * every other fd closed, empty environment and TZ=UTC0, rlimits, no_new_privs, then the
- * seccomp filter (the program wk_filter_export made from the table). Returns 0, or -1 when any
+ * seccomp filter (the program cf_filter_export made from the table). Returns 0, or -1 when any
  * step failed: the caller must exit at once with WK_EXIT_CONFINE and never run guest code. */
 int wk_confine(int sock, pid_t monitor_pid, const struct wk_limits *lim, const struct sock_fprog *filter);

@@ -10,6 +10,7 @@
  *   the run returns (deadline + grace at the latest), even while the broker is still working
  *   on a host call; no host call is started after the run's deadline; an error after the code
  *   was sent is never marked as a refusal. */
+#include "../../core/clock.h"
 #include "qjs_int.h"
 
 #include <dirent.h>
@@ -55,13 +56,6 @@ static const struct mon_rule {
 };
 
 enum mon_rc { MON_OK = 0, MON_TIMEOUT, MON_EOF, MON_VIOLATION };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The MON_ONCE rows one worker has used (bit i = mon_table[i]): a worker's whole life, except for
  * a session's kept worker, whose RESULT is once per RUN (mon_session_run starts each run with only
@@ -135,7 +129,7 @@ static enum mon_rc read_exact(int fd, uint8_t *buf, size_t n, int64_t deadline)
             continue;
         if (errno != EAGAIN)
             return MON_EOF;
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - (int64_t)clock_mono_ms();
         if (left <= 0)
             return MON_TIMEOUT;
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -193,7 +187,7 @@ static enum mon_rc send_frame3(int fd, uint16_t type, uint64_t seq, const void *
                 continue;
             if (errno != EAGAIN)
                 return MON_EOF;
-            int64_t left = deadline - now_ms();
+            int64_t left = deadline - (int64_t)clock_mono_ms();
             if (left <= 0)
                 return MON_TIMEOUT;
             struct pollfd pfd = {.fd = fd, .events = POLLOUT};
@@ -241,7 +235,7 @@ static enum mon_rc expect_ready(int fd, struct mon_seen *seen)
 {
     struct f16_hdr h;
     uint8_t *pl;
-    enum mon_rc rc = recv_frame(fd, MON_SPAWNED, false, seen, 0, now_ms() + MON_READY_MS, &h, &pl);
+    enum mon_rc rc = recv_frame(fd, MON_SPAWNED, false, seen, 0, (int64_t)clock_mono_ms() + MON_READY_MS, &h, &pl);
     free(pl);
     if (rc == MON_OK && !nothing_queued(fd))
         rc = MON_VIOLATION;
@@ -262,7 +256,7 @@ static int take_ready(struct qjs_pool *p, struct qjs_worker *w, struct mon_seen 
             return 0;
         describe_status(qjs_worker_end(w), why, sizeof why);
     }
-    return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs workers fail to start: last %s", why);
+    return plm_fail(err, 0, PLM_E_INTERNAL, "quickjs workers fail to start: last %s", why);
 }
 
 static int copy_bytes(struct plm_bytes *dst, const uint8_t *src, uint32_t n)
@@ -440,7 +434,7 @@ static enum mon_rc mon_answer_host_call(struct mon_run *run, const struct f16_hd
     }
     run->calls++;
     /* The run's time is over: the broker is not asked any more; the worker ends as timed out. */
-    if (now_ms() >= run->soft) {
+    if ((int64_t)clock_mono_ms() >= run->soft) {
         free(payload);
         return send_reply(run, hc.call_no, 0, QF_HR_DEADLINE, NULL, 0);
     }
@@ -470,7 +464,7 @@ static enum mon_rc mon_running(struct mon_run *run, struct f16_hdr *h, uint8_t *
 {
     *result = NULL;
     for (;;) {
-        int64_t now = now_ms();
+        int64_t now = (int64_t)clock_mono_ms();
         if (run->call && now >= run->soft) {
             /* The deadline passed while the broker works on a call. The worker is blocked on
              * its reply and cannot see its own deadline: tell it, and let the call go. */
@@ -531,14 +525,14 @@ static int check_request(size_t len, const char *client_js, const struct plm_hos
                          struct plm_err *err)
 {
     if (len == 0 || len > LIM_CODE_MAX)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
     *client_len = client_js ? strnlen(client_js, QF_CLIENT_MAX + 1) : 0;
     if (*client_len > QF_CLIENT_MAX)
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
                            "the grant's client script is over the quickjs transport's %u KiB; nothing ran",
                            QF_CLIENT_MAX / 1024);
     if (api && !api->call)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "a grant without a host api callback");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "a grant without a host api callback");
     return 0;
 }
 
@@ -566,7 +560,7 @@ static int take_result(const struct f16_hdr *h, uint8_t *pl, struct plm_js_resul
     struct qf_result res;
     if (qf_result_decode(pl, h->len, &res) < 0) {
         free(pl);
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs worker sent a malformed result");
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "quickjs worker sent a malformed result");
     }
     out->exit_code = res.exit_code;
     out->timed_out = res.flags & QF_RES_TIMED_OUT;
@@ -578,7 +572,7 @@ static int take_result(const struct f16_hdr *h, uint8_t *pl, struct plm_js_resul
     free(pl);
     if (r < 0) {
         plm_bytes_done(&out->out);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory copying the result");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory copying the result");
     }
     return 0;
 }
@@ -596,11 +590,11 @@ int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *cli
         return -1;
 
     struct mon_run run = {.fd = w.fd, .seen = &seen, .seq = next_seq(), .api = api};
-    int64_t t0 = now_ms();
+    int64_t t0 = (int64_t)clock_mono_ms();
     struct f16_hdr h;
     uint8_t *pl = NULL;
     enum mon_rc rc = exchange(&run, code, len, client_js, client_len, timeout_ms, t0, &h, &pl);
-    *duration_ms = now_ms() - t0;
+    *duration_ms = (int64_t)clock_mono_ms() - t0;
 
     if (rc == MON_TIMEOUT) {
         /* The worker missed its own deadline by the whole grace (stuck in a native operation):
@@ -615,7 +609,7 @@ int mon_run_js(struct qjs_pool *p, const char *code, size_t len, const char *cli
         describe_status(qjs_worker_end(&w), st, sizeof st);
         /* A worker that died mid-run may have been ended by its own guest (an engine fault) as well
          * as from outside: the sandbox went away, the code may have run (docs/privsep.md). */
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs worker %s: %s",
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "quickjs worker %s: %s",
                            rc == MON_VIOLATION ? "broke the protocol" : "died mid-run", st);
     }
     /* The answer is in: the worker has nothing left to do. */
@@ -633,65 +627,20 @@ int mon_play(int fd, const char *code, size_t len, const char *client_js, const 
     struct mon_seen seen = {0};
     enum mon_rc rc = expect_ready(fd, &seen);
     if (rc != MON_OK)
-        return plm_err_set(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+        return plm_fail(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL,
                            "quickjs worker %s before its request", rc == MON_VIOLATION ? "broke the protocol" : "failed");
     struct mon_run run = {.fd = fd, .seen = &seen, .seq = next_seq(), .api = api};
     struct f16_hdr h;
     uint8_t *pl = NULL;
-    rc = exchange(&run, code, len, client_js, client_len, timeout_ms, now_ms(), &h, &pl);
+    rc = exchange(&run, code, len, client_js, client_len, timeout_ms, (int64_t)clock_mono_ms(), &h, &pl);
     if (rc != MON_OK)
-        return plm_err_set(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+        return plm_fail(err, 0, rc == MON_VIOLATION ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL,
                            "quickjs worker %s",
                            rc == MON_VIOLATION ? "broke the protocol" : rc == MON_TIMEOUT ? "timed out" : "died mid-run");
     return take_result(&h, pl, out, err);
 }
 
 /* ---- probes: the same path, a PROBE instead of a RUN, plus a look from outside ---- */
-
-static int status_field(pid_t pid, const char *key)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    int v = -1;
-    size_t klen = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
-            v = (int)strtol(line + klen + 1, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-static int count_fds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
-
-static bool other_ns(pid_t pid, const char *ns)
-{
-    char a[64], b[64];
-    struct stat sa, sb;
-    snprintf(a, sizeof a, "/proc/%d/ns/%s", (int)pid, ns);
-    snprintf(b, sizeof b, "/proc/self/ns/%s", ns);
-    if (stat(a, &sa) < 0 || stat(b, &sb) < 0)
-        return false;
-    return sa.st_ino != sb.st_ino || sa.st_dev != sb.st_dev;
-}
 
 int mon_probe(struct qjs_pool *p, uint32_t probe, struct mon_probe_outcome *o, struct plm_err *err)
 {
@@ -701,18 +650,18 @@ int mon_probe(struct qjs_pool *p, uint32_t probe, struct mon_probe_outcome *o, s
     struct mon_seen seen;
     if (take_ready(p, &w, &seen, err) < 0)
         return -1;
-    o->seccomp_mode = status_field(w.pid, "Seccomp");
-    o->no_new_privs = status_field(w.pid, "NoNewPrivs");
-    o->n_fds = count_fds(w.pid);
+    o->seccomp_mode = mon_proc_field(w.pid, "Seccomp");
+    o->no_new_privs = mon_proc_field(w.pid, "NoNewPrivs");
+    o->n_fds = mon_proc_fds(w.pid);
     mon_proc_creds(w.pid, &o->creds);
-    o->own_netns = other_ns(w.pid, "net");
-    o->own_ipcns = other_ns(w.pid, "ipc");
-    o->own_mntns = other_ns(w.pid, "mnt");
+    o->own_netns = mon_proc_other_ns(w.pid, "net");
+    o->own_ipcns = mon_proc_other_ns(w.pid, "ipc");
+    o->own_mntns = mon_proc_other_ns(w.pid, "mnt");
 
     uint64_t seq = next_seq();
     uint8_t id[4];
     f16_put_u32(id, probe);
-    int64_t deadline = now_ms() + 10000;
+    int64_t deadline = (int64_t)clock_mono_ms() + 10000;
     enum mon_rc rc = send_frame(w.fd, QF_PROBE, seq, id, sizeof id, deadline);
     struct f16_hdr h;
     uint8_t *pl = NULL;
@@ -766,7 +715,7 @@ int mon_session_run(struct qjs_worker *w, const char *code, size_t len, uint32_t
     struct mon_run run = {.fd = w->fd, .seen = &seen, .seq = next_seq()};
     uint8_t fixed[QF_RUN_FIXED];
     qf_run_encode_fixed(fixed, timeout_ms, QF_RUN_SESSION, 0);
-    int64_t t0 = now_ms();
+    int64_t t0 = (int64_t)clock_mono_ms();
     run.soft = t0 + timeout_ms;
     run.hard = run.soft + MON_GRACE_MS;
     enum mon_rc rc = send_frame3(w->fd, QF_RUN, run.seq, fixed, sizeof fixed, NULL, 0, code, len, run.hard);
@@ -774,7 +723,7 @@ int mon_session_run(struct qjs_worker *w, const char *code, size_t len, uint32_t
     uint8_t *pl = NULL;
     if (rc == MON_OK)
         rc = mon_running(&run, &h, &pl);
-    *duration_ms = now_ms() - t0;
+    *duration_ms = (int64_t)clock_mono_ms() - t0;
     if (rc == MON_TIMEOUT) { /* stuck past its own deadline: the interpreter is killed */
         qjs_worker_end(w);
         out->exit_code = 124;
@@ -784,14 +733,14 @@ int mon_session_run(struct qjs_worker *w, const char *code, size_t len, uint32_t
     if (rc != MON_OK) {
         char st[96];
         describe_status(qjs_worker_end(w), st, sizeof st);
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs session worker %s: %s",
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "quickjs session worker %s: %s",
                            rc == MON_VIOLATION ? "broke the protocol" : "died mid-run", st);
     }
     struct qf_result res;
     if (qf_result_decode(pl, h.len, &res) < 0) {
         free(pl);
         qjs_worker_end(w);
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs worker sent a malformed result");
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "quickjs worker sent a malformed result");
     }
     out->exit_code = res.exit_code;
     out->timed_out = res.flags & QF_RES_TIMED_OUT;
@@ -806,7 +755,7 @@ int mon_session_run(struct qjs_worker *w, const char *code, size_t len, uint32_t
     free(pl);
     if (r < 0) {
         plm_bytes_done(&out->out);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory copying the result");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory copying the result");
     }
     return 0;
 }

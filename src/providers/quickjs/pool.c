@@ -11,6 +11,7 @@
  *   the ring at most once and leaves it exactly once, to a run or to qjs_worker_end(); nothing
  *   is ever reused. A discarded worker is SIGKILLed by the caller and only then queued for the
  *   reaper thread, so no signal ever targets a reaped (reusable) pid. */
+#include "../../core/clock.h"
 #include "qjs_int.h"
 
 #include <errno.h>
@@ -67,13 +68,6 @@ struct qjs_pool {
     pthread_t thread;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int qjs_worker_end(struct qjs_worker *w)
 {
     int status = -1;
@@ -93,9 +87,9 @@ int qjs_worker_end(struct qjs_worker *w)
 /* Waits for one control message; returns its length, 0 on EOF/timeout/error. */
 static ssize_t ctl_recv(int fd, uint8_t *buf, size_t cap, int timeout_ms)
 {
-    int64_t end = now_ms() + timeout_ms;
+    int64_t end = (int64_t)clock_mono_ms() + timeout_ms;
     for (;;) {
-        int64_t left = end - now_ms();
+        int64_t left = end - (int64_t)clock_mono_ms();
         if (left <= 0)
             return 0;
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -136,13 +130,13 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "zygote socketpair: %s", strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "zygote socketpair: %s", strerror(errno));
     cleanup_close int mine = sv[0];
     cleanup_close int theirs = sv[1];
     if (theirs <= 4) { /* dup2(3, 3) would keep CLOEXEC, and 4 is the binary's: move it */
         int moved = fcntl(theirs, F_DUPFD_CLOEXEC, 5);
         if (moved < 0)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "zygote fd: %s", strerror(errno));
+            return plm_fail(err, errno, PLM_E_INTERNAL, "zygote fd: %s", strerror(errno));
         close(theirs);
         theirs = moved;
     }
@@ -177,7 +171,7 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     if (rc != 0)
-        return plm_err_set(err, rc, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "spawn zygote: %s", strerror(rc));
+        return plm_fail(err, rc, PLM_E_INTERNAL, "spawn zygote: %s", strerror(rc));
     cleanup_pid pid_t zyg = pid;
     close(take_fd(&theirs));
 
@@ -189,7 +183,7 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
         int st = 0;
         kill(zyg, SIGKILL);
         waitpid(take_pid(&zyg), &st, 0);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+        return plm_fail(err, 0, PLM_E_INTERNAL,
                            "zygote did not start (status %d, signal %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
                            WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     }
@@ -197,12 +191,12 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
     f16_reader_init(&r, buf + F16_HDR_LEN, h.len);
     unsigned ns = f16_get_u32(&r);
     if (f16_reader_finish(&r) < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "zygote HELLO malformed");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "zygote HELLO malformed");
     p->zyg_pid = take_pid(&zyg);
     __atomic_store_n(&p->zyg_pid_pub, p->zyg_pid, __ATOMIC_RELEASE);
     p->zyg_fd = take_fd(&mine);
     p->zyg_forks = 0;
-    p->zyg_born_ms = now_ms();
+    p->zyg_born_ms = (int64_t)clock_mono_ms();
     pthread_mutex_lock(&p->mu);
     p->zygote_up = true;
     p->ns = ns;
@@ -334,7 +328,7 @@ void qjs_pool_discard(struct qjs_pool *p, struct qjs_worker *w)
 static bool zygote_spent(const struct qjs_pool *p)
 {
     return p->zyg_fd >= 0 &&
-           (p->zyg_forks >= p->cfg.zygote_forks || now_ms() - p->zyg_born_ms >= (int64_t)p->cfg.zygote_age_ms);
+           (p->zyg_forks >= p->cfg.zygote_forks || (int64_t)clock_mono_ms() - p->zyg_born_ms >= (int64_t)p->cfg.zygote_age_ms);
 }
 
 /* Replaces a spent zygote: the new one is started first, and only once it said HELLO is the old
@@ -390,28 +384,107 @@ static void wait_for_work(struct qjs_pool *p)
             continue;
         }
         int64_t due = p->zyg_born_ms + (int64_t)p->cfg.zygote_age_ms;
-        if (now_ms() >= due)
+        if ((int64_t)clock_mono_ms() >= due)
             return;
         struct timespec dl = {.tv_sec = (time_t)(due / 1000), .tv_nsec = (long)(due % 1000) * 1000000};
         pthread_cond_timedwait(&p->cv_refill, &p->mu, &dl);
     }
 }
 
+/* The refill thread's backoff: 20 ms doubling to 1 s after a failure, 0 after a success. */
+struct refill {
+    unsigned backoff_ms;
+    int64_t retry_ms;
+    struct plm_err err;
+};
+
+static unsigned next_backoff(unsigned ms)
+{
+    return ms ? (ms * 2 > 1000 ? 1000 : ms * 2) : 20;
+}
+
+static void say_broken(struct qjs_pool *p, const char *why, bool wake)
+{
+    pthread_mutex_lock(&p->mu);
+    snprintf(p->broken, sizeof p->broken, "%.190s", why);
+    if (wake)
+        pthread_cond_broadcast(&p->cv_ready);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* A spent zygote is replaced, at most once per backoff. */
+static void recycle_if_spent(struct qjs_pool *p, struct refill *r)
+{
+    if (!zygote_spent(p) || (r->backoff_ms && (int64_t)clock_mono_ms() < r->retry_ms))
+        return;
+    if (zygote_recycle(p, &r->err) < 0) {
+        char why[sizeof p->broken];
+        snprintf(why, sizeof why, "recycling the zygote: %.170s", r->err.msg);
+        say_broken(p, why, false);
+        r->backoff_ms = next_backoff(r->backoff_ms);
+        r->retry_ms = (int64_t)clock_mono_ms() + r->backoff_ms;
+    } else {
+        r->backoff_ms = 0;
+    }
+}
+
+/* A zygote to fork from: started again (after the backoff) when the last one stopped. */
+static bool have_zygote(struct qjs_pool *p, struct refill *r)
+{
+    if (p->zyg_fd >= 0)
+        return true;
+    if (r->backoff_ms)
+        usleep(r->backoff_ms * 1000);
+    if (zygote_start(p, &r->err) < 0) {
+        say_broken(p, r->err.msg, true);
+        r->backoff_ms = next_backoff(r->backoff_ms);
+        return false;
+    }
+    return true;
+}
+
+/* One batch of fresh workers forked and put in the ring (ended when the pool stopped or filled
+ * meanwhile). */
+static void add_batch(struct qjs_pool *p, size_t need, struct refill *r)
+{
+    struct qjs_worker fresh[POOL_BATCH];
+    size_t got = 0;
+    /* A spent zygote that could not be replaced still serves (within the backoff): better a
+     * run on an old layout than no run. Otherwise never past its fork budget. */
+    size_t left = p->zyg_forks < p->cfg.zygote_forks ? p->cfg.zygote_forks - p->zyg_forks : POOL_BATCH;
+    size_t batch = need > POOL_BATCH ? POOL_BATCH : need;
+    if (spawn_batch(p, batch > left ? left : batch, fresh, &got) < 0) {
+        zygote_stop(p);
+        say_broken(p, "zygote stopped answering; restarting it", false);
+        r->backoff_ms = r->backoff_ms ? r->backoff_ms : 20;
+    } else if (got > 0) {
+        r->backoff_ms = 0;
+    }
+    pthread_mutex_lock(&p->mu);
+    for (size_t i = 0; i < got; i++) {
+        if (p->stop || p->n >= p->cfg.size) {
+            qjs_worker_end(&fresh[i]);
+            continue;
+        }
+        p->ring[(p->head + p->n) % p->cfg.size] = fresh[i];
+        p->n++;
+    }
+    pthread_cond_broadcast(&p->cv_ready);
+    pthread_mutex_unlock(&p->mu);
+}
+
 static void *refill_main(void *arg)
 {
     struct qjs_pool *p = arg;
-    struct plm_err err = {0};
-    int first = zygote_start(p, &err);
+    struct refill r = {0};
+    int first = zygote_start(p, &r.err);
     pthread_mutex_lock(&p->mu);
     p->started = first < 0 ? -1 : 1;
-    p->start_err = err;
+    p->start_err = r.err;
     pthread_cond_broadcast(&p->cv_ready);
     pthread_mutex_unlock(&p->mu);
     if (first < 0)
         return NULL;
-
-    unsigned backoff_ms = 0;
-    int64_t retry_ms = 0;
     for (;;) {
         pthread_mutex_lock(&p->mu);
         wait_for_work(p);
@@ -419,64 +492,17 @@ static void *refill_main(void *arg)
         pthread_mutex_unlock(&p->mu);
         if (stop)
             break;
-        if (zygote_spent(p) && (!backoff_ms || now_ms() >= retry_ms)) {
-            if (zygote_recycle(p, &err) < 0) {
-                pthread_mutex_lock(&p->mu);
-                snprintf(p->broken, sizeof p->broken, "recycling the zygote: %.170s", err.msg);
-                pthread_mutex_unlock(&p->mu);
-                backoff_ms = backoff_ms ? (backoff_ms * 2 > 1000 ? 1000 : backoff_ms * 2) : 20;
-                retry_ms = now_ms() + backoff_ms;
-            } else {
-                backoff_ms = 0;
-            }
-        }
+        recycle_if_spent(p, &r);
         pthread_mutex_lock(&p->mu);
         size_t need = p->cfg.size - p->n;
         pthread_mutex_unlock(&p->mu);
         if (need == 0) {
             if (zygote_spent(p)) /* the recycle failed: try again after the backoff */
-                usleep(backoff_ms * 1000);
+                usleep(r.backoff_ms * 1000);
             continue;
         }
-        if (p->zyg_fd < 0) {
-            if (backoff_ms)
-                usleep(backoff_ms * 1000);
-            if (zygote_start(p, &err) < 0) {
-                pthread_mutex_lock(&p->mu);
-                snprintf(p->broken, sizeof p->broken, "%.190s", err.msg);
-                pthread_cond_broadcast(&p->cv_ready);
-                pthread_mutex_unlock(&p->mu);
-                backoff_ms = backoff_ms ? (backoff_ms * 2 > 1000 ? 1000 : backoff_ms * 2) : 20;
-                continue;
-            }
-        }
-        struct qjs_worker fresh[POOL_BATCH];
-        size_t got = 0;
-        /* A spent zygote that could not be replaced still serves (within the backoff): better a
-         * run on an old layout than no run. Otherwise never past its fork budget. */
-        size_t left = p->zyg_forks < p->cfg.zygote_forks ? p->cfg.zygote_forks - p->zyg_forks : POOL_BATCH;
-        size_t batch = need > POOL_BATCH ? POOL_BATCH : need;
-        int rc = spawn_batch(p, batch > left ? left : batch, fresh, &got);
-        if (rc < 0) {
-            zygote_stop(p);
-            pthread_mutex_lock(&p->mu);
-            snprintf(p->broken, sizeof p->broken, "zygote stopped answering; restarting it");
-            pthread_mutex_unlock(&p->mu);
-            backoff_ms = backoff_ms ? backoff_ms : 20;
-        } else if (got > 0) {
-            backoff_ms = 0;
-        }
-        pthread_mutex_lock(&p->mu);
-        for (size_t i = 0; i < got; i++) {
-            if (p->stop || p->n >= p->cfg.size) {
-                qjs_worker_end(&fresh[i]);
-                continue;
-            }
-            p->ring[(p->head + p->n) % p->cfg.size] = fresh[i];
-            p->n++;
-        }
-        pthread_cond_broadcast(&p->cv_ready);
-        pthread_mutex_unlock(&p->mu);
+        if (have_zygote(p, &r))
+            add_batch(p, need, &r);
     }
     zygote_stop(p);
     return NULL;
@@ -486,7 +512,7 @@ struct qjs_pool *qjs_pool_new(const struct qjs_pool_cfg *cfg, struct plm_err *er
 {
     struct qjs_pool *p = calloc(1, sizeof *p);
     if (!p)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "pool: out of memory"), NULL;
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "pool: out of memory"), NULL;
     p->cfg = *cfg;
     p->zyg_fd = -1;
     p->zyg_pid = -1;
@@ -502,7 +528,7 @@ struct qjs_pool *qjs_pool_new(const struct qjs_pool_cfg *cfg, struct plm_err *er
     if (!p->ring || pthread_create(&p->reaper, NULL, reaper_main, p) != 0) {
         free(p->ring);
         free(p);
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "pool: cannot start"), NULL;
+        return plm_fail(err, errno, PLM_E_INTERNAL, "pool: cannot start"), NULL;
     }
     if (pthread_create(&p->thread, NULL, refill_main, p) != 0) {
         pthread_mutex_lock(&p->mu);
@@ -512,7 +538,7 @@ struct qjs_pool *qjs_pool_new(const struct qjs_pool_cfg *cfg, struct plm_err *er
         pthread_join(p->reaper, NULL);
         free(p->ring);
         free(p);
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "pool: cannot start"), NULL;
+        return plm_fail(err, errno, PLM_E_INTERNAL, "pool: cannot start"), NULL;
     }
     pthread_mutex_lock(&p->mu);
     while (p->started == 0)
@@ -567,13 +593,13 @@ int qjs_pool_take(struct qjs_pool *p, uint32_t wait_ms, struct qjs_worker *out, 
             char why[sizeof p->broken];
             snprintf(why, sizeof why, "%s", p->broken[0] ? p->broken : "pool busy");
             pthread_mutex_unlock(&p->mu);
-            return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+            return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL,
                                "no quickjs worker within %u ms: %s", wait_ms, why);
         }
     }
     if (p->stop) {
         pthread_mutex_unlock(&p->mu);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs provider is shutting down");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "quickjs provider is shutting down");
     }
     *out = p->ring[p->head];
     p->head = (p->head + 1) % p->cfg.size;

@@ -1,14 +1,17 @@
-/* proc_creds.c: a process's credentials read from outside, in /proc/<pid>/status (monitor side).
+/* proc_creds.c: a process read from outside, in /proc/<pid> (monitor side): its credentials, a
+ * status field, its descriptors and its namespaces (the probes' look from outside).
  * Owns: nothing beyond one short-lived FILE per call.
  * Trusts: the kernel's text format (Uid/Gid: four decimals; Cap*: hex; Groups: a list).
  * Invariant: a field that is missing or does not parse leaves `known` false, and every check
  *   below then fails: the card and the tests never pass on a status they could not read. */
 #include "qjs_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int parse_ids(const char *v, long out[4])
 {
@@ -86,4 +89,49 @@ bool mon_creds_unprivileged(const struct mon_creds *c, long id)
 bool mon_creds_no_caps(const struct mon_creds *c)
 {
     return c->known && !c->cap_inh && !c->cap_prm && !c->cap_eff && !c->cap_amb;
+}
+
+int mon_proc_field(pid_t pid, const char *key)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    int v = -1;
+    size_t klen = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+            v = (int)strtol(line + klen + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+int mon_proc_fds(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+bool mon_proc_other_ns(pid_t pid, const char *ns)
+{
+    char a[64], b[64];
+    struct stat sa, sb;
+    snprintf(a, sizeof a, "/proc/%d/ns/%s", (int)pid, ns);
+    snprintf(b, sizeof b, "/proc/self/ns/%s", ns);
+    if (stat(a, &sa) < 0 || stat(b, &sb) < 0)
+        return false;
+    return sa.st_ino != sb.st_ino || sa.st_dev != sb.st_dev;
 }

@@ -84,6 +84,12 @@ struct mon_creds {
 };
 /* Reads pid's credentials; c->known false when they could not all be read. */
 void mon_proc_creds(pid_t pid, struct mon_creds *c);
+/* The integer after "key:" in /proc/<pid>/status, or -1. */
+int mon_proc_field(pid_t pid, const char *key);
+/* How many descriptors the process holds, or -1. */
+int mon_proc_fds(pid_t pid);
+/* Whether the process is in another `ns` namespace than ours (false when unreadable). */
+bool mon_proc_other_ns(pid_t pid, const char *ns);
 /* The worker's uid/gid, every one of the four, is this one and not 0; no groups. */
 bool mon_creds_unprivileged(const struct mon_creds *c, long id);
 /* No capability in the effective, permitted, inheritable or ambient set. */

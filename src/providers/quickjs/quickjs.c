@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "../../core/cleanup.h"
 #include "../../core/limits.h"
 #include "../../core/provider_gate.h"
+#include "../../confine/exe.h"
 #include "qjs_int.h"
 
 #ifndef QJS_WORKER_BUILD_PATH
@@ -71,7 +71,7 @@ static void qjs_describe(struct plm_provider *p, struct plm_describe *d)
 static int qjs_preflight(struct plm_provider *p, struct plm_err *err)
 {
     if (!qjs_pool_alive(st_of(p)->pool))
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "quickjs zygote is not running");
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "quickjs zygote is not running");
     return 0;
 }
 
@@ -126,7 +126,7 @@ static int qjs_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, con
     out->duration_ms = ms;
     if (plm_result_stamp(out, "quickjs", tier, s->identity, NULL) < 0) {
         plm_result_done(out);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory after the run");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the run");
     }
     return 0;
 }
@@ -171,42 +171,11 @@ static const struct plm_provider_ops qjs_ops = {
 };
 
 /* The worker binary: configured, else beside the daemon (/proc/self/exe), else the build
- * directory's. Opened once; the hash and every exec use this descriptor. */
+ * directory's, under the one trust rule (confine/exe.h). Opened once; the hash and every exec
+ * use this descriptor. */
 static int open_worker(const char *configured, char *used, size_t used_len, struct plm_err *err)
 {
-    char self[PATH_MAX];
-    char cand[3][PATH_MAX];
-    int n = 0;
-    if (configured) {
-        snprintf(cand[n++], PATH_MAX, "%s", configured);
-    } else {
-        ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (k > 0) {
-            self[k] = 0;
-            snprintf(cand[n++], PATH_MAX, "%.*s/%s", PATH_MAX - 64, dirname(self), QJS_WORKER_NAME);
-        }
-        if (QJS_WORKER_BUILD_PATH[0])
-            snprintf(cand[n++], PATH_MAX, "%s", QJS_WORKER_BUILD_PATH);
-    }
-    for (int i = 0; i < n; i++) {
-        int fd = open(cand[i], O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        struct stat sb;
-        /* Fail closed on a binary anyone could swap under us. */
-        if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & (S_IWGRP | S_IWOTH)) ||
-            !(sb.st_mode & S_IXUSR)) {
-            close(fd);
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "quickjs worker `%s` is not a private executable file", cand[i]);
-        }
-        size_t n_used = strnlen(cand[i], used_len - 1);
-        memcpy(used, cand[i], n_used);
-        used[n_used] = 0;
-        return fd;
-    }
-    return plm_err_set(err, ENOENT, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs worker `%s` not found",
-                       n ? cand[0] : QJS_WORKER_NAME);
+    return open_trusted_exe(configured, QJS_WORKER_NAME, QJS_WORKER_BUILD_PATH, "quickjs worker", used, used_len, err);
 }
 
 static int hash_fd(int fd, char hex[65], struct plm_err *err)
@@ -214,7 +183,7 @@ static int hash_fd(int fd, char hex[65], struct plm_err *err)
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "sha256 unavailable");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "sha256 unavailable");
     }
     uint8_t buf[65536];
     off_t off = 0;
@@ -224,7 +193,7 @@ static int hash_fd(int fd, char hex[65], struct plm_err *err)
             continue;
         if (k < 0) {
             EVP_MD_CTX_free(md);
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "read worker binary: %s", strerror(errno));
+            return plm_fail(err, errno, PLM_E_INTERNAL, "read worker binary: %s", strerror(errno));
         }
         if (k == 0)
             break;
@@ -258,7 +227,7 @@ static int env_u32(char *(*get)(const char *), const char *name, uint32_t max, u
     for (; v[i] >= '0' && v[i] <= '9' && i < 10; i++)
         x = x * 10 + (uint64_t)(v[i] - '0');
     if (v[i] != 0 || x < 1 || x > max)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "%s must be an integer from 1 to %u, got \"%.40s\"",
+        return plm_fail(err, 0, PLM_E_INVALID, "%s must be an integer from 1 to %u, got \"%.40s\"",
                            name, max, v);
     *out = (uint32_t)x;
     return 0;
@@ -282,7 +251,7 @@ struct plm_provider *qjs_provider_new(const struct qjs_config *cfg, struct plm_e
     if (!s || !p) {
         free(s);
         free(p);
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs: out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "quickjs: out of memory");
         return NULL;
     }
     s->exe_fd = -1;

@@ -15,6 +15,7 @@
 #include "confine.h"
 #include "probe.h"
 #include "qjs_int.h"
+#include "../../confine/steps.h"
 #include "seccomp_table.h"
 
 /* The engine's version, from meson.build (the one scripts/fetch-quickjs-ng.sh pins). */
@@ -180,14 +181,20 @@ static void confinement_lines(struct plm_evidence *ev, const struct qjs_proof_cf
     ev_add_confinement(ev, "rlimits: AS %u MiB, CPU %u s, FSIZE/CORE/NPROC/MEMLOCK/MSGQUEUE/NOFILE 0",
                        cfg->memory_mb + WK_AS_HEADROOM_MB, cfg->cpu_seconds);
     ev_add_confinement(ev, "no_new_privs; parent-death SIGKILL");
+    /* The order the walls go up in, read off the one step table the worker runs (confine/steps.h). */
+    ev_add_confinement(ev, "walls, in order: %s, %s, %s, %s, %s (the zygote's), %s, %s", cf_step_name[CF_STEP_PARENT_DEATH],
+                       cf_step_name[CF_STEP_CLOSE_RANGE], cf_step_name[CF_STEP_CLEARENV], cf_step_name[CF_STEP_RLIMITS],
+                       cf_step_name[CF_STEP_IDS_CAPS], cf_step_name[CF_STEP_NO_NEW_PRIVS], cf_step_name[CF_STEP_FILTER]);
     if (ns & WK_NS_UNPRIV_ID)
         ev_add_confinement(ev, "credentials: uid/gid %u, no supplementary groups, no capabilities (zygote and workers)",
                            WK_UNPRIV_ID);
     else
         ev_add_confinement(ev, "credentials: the daemon's own non-root uid, no capabilities");
     ev_add_confinement(ev, "seccomp: default KILL_PROCESS, foreign arch kills, %zu allowed syscalls", wk_allow_len);
+    char cond[32];
     for (size_t i = 0; i < wk_allow_len; i++)
-        ev_add_confinement(ev, "seccomp allow %s (%s)", wk_allow[i].name, wk_rule_cond(wk_allow[i].arg));
+        ev_add_confinement(ev, "seccomp allow %s (%s)", wk_allow[i].name,
+                           cf_arg_cond(wk_allow[i].arg, WK_SOCK_FD, cond, sizeof cond));
     if (ns & ~WK_NS_UNPRIV_ID)
         ev_add_confinement(ev, "namespaces:%s%s%s%s%s", ns & WK_NS_USER ? " user" : "", ns & WK_NS_NET ? " net(empty)" : "",
                            ns & WK_NS_IPC ? " ipc" : "", ns & WK_NS_MNT ? " mnt" : "",
@@ -229,10 +236,10 @@ int qjs_prove(struct qjs_pool *p, const struct qjs_proof_cfg *cfg, struct plm_ev
     if (!passed) {
         for (size_t i = 0; i < ev->n_checks; i++)
             if (!ev->checks[i].passed)
-                return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
+                return plm_fail(err, 0, PLM_E_INTERNAL,
                                    "quickjs startup proof failed: %s: expected %s, observed %s",
                                    ev->checks[i].name, ev->checks[i].expected, ev->checks[i].observed);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "quickjs startup proof recorded no checks");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "quickjs startup proof recorded no checks");
     }
     return 0;
 }

@@ -18,7 +18,7 @@ struct jsrt;
 struct wk_params {
     pid_t monitor_pid;          /* the daemon: our parent through CLONE_PARENT */
     struct wk_limits limits;
-    struct sock_fprog filter;   /* generated once by the zygote (wk_filter_export) */
+    struct sock_fprog filter;   /* generated once by the zygote (cf_filter_export) */
     struct jsrt *engine;        /* built once by the zygote; each worker has its own copy */
     uint64_t seed;              /* drawn by the zygote for the next worker only */
 };

@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 
     unsigned ns = wk_zygote_setup(p.monitor_pid, WK_SOCK_FD);
     scmp_filter_ctx filter = wk_filter_build();
-    int exported = filter ? wk_filter_export(filter, &p.filter) : -1;
+    int exported = filter ? cf_filter_export(filter, &p.filter) : -1;
     if (filter)
         seccomp_release(filter); /* the program is all a worker needs: fork copies less */
     /* The engine, started once here (Android's zygote): building a runtime and context and

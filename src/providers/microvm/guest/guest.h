@@ -1,5 +1,6 @@
-/* guest.h: the microvm guest agent's internals (init.c, probes.c, project.c, session.c). Runs
- * inside the VM only. */
+/* guest.h: the microvm guest agent's internals. Runs inside the VM only. The files call down,
+ * never in a ring: init.c (PID 1) calls session.c, serve.c and probes.c; session.c calls
+ * serve.c; serve.c calls project.c; every one of them calls port.c, which calls none. */
 #pragma once
 #include <stdint.h>
 
@@ -15,17 +16,26 @@
 #define GS_EXIT_MEMORY 125   /* no memory for a host reply */
 #define GS_EXIT_FORK 126     /* fork failed: no guest code ran */
 
+/* ---- port.c ---- */
+/* PID 1 records the port it opened (-1: none). */
+void gs_port_set(int fd);
+/* A number from the kernel command line ("plm.disk="), or def when absent or out of range. */
+uint32_t gs_cmdline_u32(const char *key, uint32_t def);
 /* Sends one frame to the host over the port. Returns 0 or -1. */
 int gs_send(uint16_t type, uint64_t seq, const void *payload, uint32_t len);
 /* Runs the negative probes inside the guest and sends one PROBE_RESULT (startup evidence). */
 void gs_probe(uint64_t seq);
-/* Runs one project (chan.h's PROJECT payload, len bytes) in the run process, sends one
+/* Runs one project (vmchan.h's PROJECT payload, len bytes) in the run process, sends one
  * PROJECT_RESULT and exits 0 (or a GS_EXIT_* status). /work is mounted by PID 1. */
 __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32_t len);
 /* The virtio-serial port (PID 1's). */
 int gs_port(void);
 /* PID 1 waits for the host to kill the VM (it must never exit). */
 __attribute__((noreturn)) void gs_idle_forever(void);
+/* ---- serve.c ---- */
+/* The engine's finish (jsrt_finish_fn): one RESULT frame (or the session kernel's), then exit. */
+__attribute__((noreturn)) void gs_finish_run(int32_t exit_code, bool timed_out, const struct jsrt_out *out,
+                                             const struct jsrt_out *err);
 /* In a child: the run uid, no groups, no_new_privs, the run's rlimits. 0 or -1. */
 int gs_drop_privileges(void);
 /* One RUN (or PROJECT) with its seq in a fresh run process; PID 1 waits for it (DIED when it ends
@@ -34,6 +44,6 @@ void gs_serve_run(struct jsrt *engine, uint64_t seed, uint64_t seq, uint16_t typ
                   uint32_t len);
 /* Set in a session's JavaScript kernel: where the engine's finish goes instead of the port. */
 extern jsrt_finish_fn *gs_session_finish;
-/* SESSION (chan.h): this VM serves a session's requests until it is killed. Never returns. */
+/* SESSION (vmchan.h): this VM serves a session's requests until it is killed. Never returns. */
 __attribute__((noreturn)) void gs_session(struct jsrt *engine, uint64_t seed, uint64_t seq, const uint8_t *p,
                                           uint32_t len);
