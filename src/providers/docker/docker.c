@@ -36,13 +36,13 @@ int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const str
      * startup proof saw a container reach a mounted socket; otherwise a granted run must not
      * start as if it were isolated. */
     if (ctx->host_api && (!atomic_load(&s->grants_proven) || !ctx->host_api->call))
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                           "the docker provider did not prove its host-API socket at startup; nothing ran");
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                          "the docker provider did not prove its host-API socket at startup; nothing ran");
     if (atomic_load(&s->repointed))
-        return plm_err_set(err, 0, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
-                           "an image tag now points at an image this daemon did not prove at startup; nothing ran");
+        return plm_refuse(err, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
+                          "an image tag now points at an image this daemon did not prove at startup; nothing ran");
     if (!atomic_load(&s->proven))
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the docker provider has not been proven yet");
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "the docker provider has not been proven yet");
     return 0;
 }
 
@@ -195,17 +195,15 @@ static int read_profile(const char *path, char **out, size_t *len, struct plm_er
 {
     FILE *f = fopen(path, "re");
     if (!f)
-        return plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "SANDBOX_DOCKER_SECCOMP: open \"%s\": %s", path,
-                           strerror(errno));
+        return plm_fail(err, errno, PLM_E_INVALID, "SANDBOX_DOCKER_SECCOMP: open \"%s\": %s", path, strerror(errno));
     char *buf = malloc(SECCOMP_FILE_MAX + 1);
     size_t n = buf ? fread(buf, 1, SECCOMP_FILE_MAX + 1, f) : 0;
     bool bad = ferror(f);
     fclose(f);
     if (!buf || bad || n > SECCOMP_FILE_MAX) {
         free(buf);
-        return plm_err_set(err, EMSGSIZE, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_DOCKER_SECCOMP: \"%s\" is unreadable or larger than %u bytes", path,
-                           SECCOMP_FILE_MAX);
+        return plm_fail(err, EMSGSIZE, PLM_E_INVALID,
+                        "SANDBOX_DOCKER_SECCOMP: \"%s\" is unreadable or larger than %u bytes", path, SECCOMP_FILE_MAX);
     }
     buf[n] = 0;
     *out = buf;
@@ -220,14 +218,14 @@ static int setup_seccomp(struct dock_state *s, const char *path, struct plm_err 
     if (!path || !*path) {
         s->seccomp = malloc(dock_seccomp_shipped_len + 1);
         if (!s->seccomp)
-            return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+            return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         memcpy(s->seccomp, dock_seccomp_shipped, dock_seccomp_shipped_len);
         s->seccomp[dock_seccomp_shipped_len] = 0;
         len = dock_seccomp_shipped_len;
         source = "seccomp.json (built in)";
     } else if (!strcmp(path, "unconfined")) {
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_DOCKER_SECCOMP=unconfined would drop a wall of the container tier; refused");
+        return plm_fail(err, 0, PLM_E_INVALID,
+                        "SANDBOX_DOCKER_SECCOMP=unconfined would drop a wall of the container tier; refused");
     } else {
         if (read_profile(path, &s->seccomp, &len, err) < 0)
             return -1;
@@ -265,13 +263,13 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
     s->require_pinned = c->require_pinned;
     for (int k = 0; k < DOCK_KINDS && s->require_pinned; k++)
         if (s->ref[k][0] && !dock_ref_pinned(s->ref[k]))
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                               "%s=%s is not pinned: SANDBOX_REQUIRE_PINNED_IMAGES wants name@sha256:<64 hex>",
-                               k == DOCK_SESSION  ? "SANDBOX_DOCKER_SESSION_IMAGE"
-                               : k == DOCK_MODULE ? "SANDBOX_DOCKER_MODULE_IMAGE"
-                               : k                ? "SANDBOX_DOCKER_PROJECT_IMAGE"
-                                                 : "SANDBOX_DOCKER_IMAGE",
-                               s->ref[k]);
+            return plm_fail(err, 0, PLM_E_INVALID,
+                            "%s=%s is not pinned: SANDBOX_REQUIRE_PINNED_IMAGES wants name@sha256:<64 hex>",
+                            k == DOCK_SESSION  ? "SANDBOX_DOCKER_SESSION_IMAGE"
+                            : k == DOCK_MODULE ? "SANDBOX_DOCKER_MODULE_IMAGE"
+                            : k                ? "SANDBOX_DOCKER_PROJECT_IMAGE"
+                                               : "SANDBOX_DOCKER_IMAGE",
+                            s->ref[k]);
     const char *rt = c->runtime && *c->runtime ? c->runtime : "runc";
     size_t n = strlen(rt);
     bool ok = n < sizeof s->runtime;
@@ -279,8 +277,8 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
         ok = (rt[i] >= 'a' && rt[i] <= 'z') || (rt[i] >= '0' && rt[i] <= '9') || rt[i] == '-' || rt[i] == '_' ||
              (i && rt[i] == '.');
     if (!ok)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_DOCKER_RUNTIME=\"%s\": expected a runtime name such as runsc", rt);
+        return plm_fail(err, 0, PLM_E_INVALID, "SANDBOX_DOCKER_RUNTIME=\"%s\": expected a runtime name such as runsc",
+                        rt);
     snprintf(s->runtime, sizeof s->runtime, "%s", rt);
     /* gVisor: `runsc`, or another registration of it named runsc-<suffix> (docker-setup.sh keeps
      * the distribution's older one as runsc-bookworm for the before/after bench). Either way the
@@ -294,10 +292,10 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
     l->tmp_mb = l->shm_mb = 16;
     l->runtime = s->runtime;
     if (l->memory_mb < 32)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_MEMORY_MB=%u: the docker provider needs at least 32", l->memory_mb);
+        return plm_fail(err, 0, PLM_E_INVALID, "SANDBOX_MEMORY_MB=%u: the docker provider needs at least 32",
+                        l->memory_mb);
     if (l->cpus < 0.01 || l->cpus > 1024)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "SANDBOX_CPUS=%g: expected 0.01 to 1024", l->cpus);
+        return plm_fail(err, 0, PLM_E_INVALID, "SANDBOX_CPUS=%g: expected 0.01 to 1024", l->cpus);
     if (dock_disk_budget(c->disk_mb, l->tmp_mb, l->shm_mb, &l->work_mb, err) < 0)
         return -1;
     if (dock_guest_uid(c->guest_uid, "/etc/passwd", "/etc/group", &l->uid, err) < 0)
@@ -310,9 +308,9 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
 
     if (c->grant_dir && *c->grant_dir) {
         if (c->grant_dir[0] != '/' || strlen(c->grant_dir) >= sizeof s->grant_dir)
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                               "grant socket directory \"%s\": expected an absolute path under %zu bytes", c->grant_dir,
-                               sizeof s->grant_dir);
+            return plm_fail(err, 0, PLM_E_INVALID,
+                            "grant socket directory \"%s\": expected an absolute path under %zu bytes", c->grant_dir,
+                            sizeof s->grant_dir);
         snprintf(s->grant_dir, sizeof s->grant_dir, "%s", c->grant_dir);
     }
     s->spool_target = c->session_pool < DOCK_SPOOL_MAX ? c->session_pool : DOCK_SPOOL_MAX;
@@ -324,7 +322,7 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
             s->warm[k] = DOCK_POOL_MAX;
     uint8_t rnd[8];
     if (dock_random(rnd, sizeof rnd) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "getrandom failed");
     dock_hex(rnd, sizeof rnd, s->instance);
     return 0;
 }
@@ -336,7 +334,7 @@ struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm
     if (!s || !p) {
         free(s);
         free(p);
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     /* curl_global_init is not thread-safe on every libcurl: the constructor runs before any

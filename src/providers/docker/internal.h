@@ -46,8 +46,6 @@ enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1, DOCK_SESSION = 2, DOCK_MODU
 #define DOCK_KINDS 4 /* images; the warm pool keeps the first two */
 #define DOCK_MODULE_MODELS_MAX 8 /* model names Describe lists (module.c) */
 
-static inline int64_t dock_mono_ms(void) { return (int64_t)clock_mono_ms(); }
-static inline int64_t dock_unix_ms(void) { return clock_unix_ms(); }
 /* n random bytes from getrandom(); -1 when the kernel cannot supply them. */
 int dock_random(void *buf, size_t n);
 void dock_hex(const uint8_t *p, size_t n, char *out);

@@ -180,7 +180,7 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
     }
     struct dock_box *b = calloc(1, sizeof *b);
     if (!b)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     b->kind = k;
     b->at.fd = -1;
     b->early_out.max = b->early_err.max = LIM_OUTPUT_MAX;
@@ -188,7 +188,7 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
     char name[48], hex[33];
     if (dock_random(rnd, sizeof rnd) < 0) {
         box_free(b);
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "getrandom failed");
     }
     dock_hex(rnd, 8, hex);
     snprintf(b->marker, sizeof b->marker, DOCK_MARKER_PREFIX "%.16s", hex);
@@ -198,7 +198,7 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
         uint8_t e[16];
         if (dock_random(e, sizeof e) < 0) {
             box_free(b);
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+            return plm_fail(err, errno, PLM_E_INTERNAL, "getrandom failed");
         }
         dock_hex(e, sizeof e, hex);
         snprintf(b->end, sizeof b->end, DOCK_END_PREFIX "%.32s", hex);
@@ -212,13 +212,13 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
         dock_start_argv(b->marker, b->end, env, n_env, cmd, n_cmd, argv, sizeof argv / sizeof *argv, &argc) < 0) {
         free(env_owned);
         box_free(b);
-        return plm_err_set(err, E2BIG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start command too long");
+        return plm_fail(err, E2BIG, PLM_E_INTERNAL, "start command too long");
     }
     json_t *spec = dock_spec(l ? l : &s->lock, k, s->id[k], argv, argc, label_deadline_s, s->instance, g);
     free(env_owned); /* the spec holds its own copies */
     if (!spec) {
         box_free(b);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building the spec");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory building the spec");
     }
     r = dock_container_create(&s->eng, name, spec, b->id, err);
     json_decref(spec);
@@ -226,7 +226,7 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
         box_free(b);
         return -1;
     }
-    b->created_ms = dock_mono_ms();
+    b->created_ms = (int64_t)clock_mono_ms();
     /* From here on the container exists: every failure path releases (removes) it. Attach comes
      * before start so that no byte of output is missed. */
     if (dock_attach_open(&s->eng, b->id, &b->at, err) < 0 || dock_container_start(&s->eng, b->id, err) < 0) {
@@ -236,7 +236,7 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
     b->started = true;
     struct start_ctx c = {.b = b};
     struct dock_io io = {.sink = start_sink, .stop = start_done, .ctx = &c};
-    r = dock_attach_pump(&b->at, &io, dock_mono_ms() + DOCK_START_MS, err);
+    r = dock_attach_pump(&b->at, &io, (int64_t)clock_mono_ms() + DOCK_START_MS, err);
     if (r < 0) {
         dock_box_release(s, b);
         return plm_err_wrap(err, "before its start marker");
@@ -245,19 +245,19 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
         /* (spec §3.4 rows 1 and 4) docker or the image failed before our command: never a result */
         dock_box_release(s, b);
         if (c.mk_have == DOCK_MARKER_LEN)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "the container wrote something else before its start marker (the image cannot run "
-                               "the start script)");
+            return plm_fail(err, 0, PLM_E_INTERNAL,
+                            "the container wrote something else before its start marker (the image cannot run "
+                            "the start script)");
         if (r == 0)
-            return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "the container did not print its start marker within %d s", DOCK_START_MS / 1000);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "the container ended before its start marker (bad image or rejected command)");
+            return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL, "the container did not print its start marker within %d s",
+                            DOCK_START_MS / 1000);
+        return plm_fail(err, 0, PLM_E_INTERNAL,
+                        "the container ended before its start marker (bad image or rejected command)");
     }
     b->marked = true;
     if (k == DOCK_SNIPPET || k == DOCK_PROJECT) { /* the pool's estimate (only these are pooled) */
         pthread_mutex_lock(&s->pool_mu);
-        int64_t took = dock_mono_ms() - b->created_ms, *avg = &s->start_avg_ms[k];
+        int64_t took = (int64_t)clock_mono_ms() - b->created_ms, *avg = &s->start_avg_ms[k];
         *avg = *avg ? (*avg * 7 + took) / 8 : took;
         pthread_mutex_unlock(&s->pool_mu);
     }
@@ -280,9 +280,9 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
             if (s->fill_started_ms[k][i] && (!oldest || s->fill_started_ms[k][i] < oldest))
                 oldest = s->fill_started_ms[k][i];
         int64_t wait_until = oldest + avg + avg / 2;
-        if (s->filling[k] && wait_until - dock_mono_ms() > avg / 2 + avg / 2)
+        if (s->filling[k] && wait_until - (int64_t)clock_mono_ms() > avg / 2 + avg / 2)
             wait_until = 0;
-        while (!s->n_pool[k] && s->filling[k] && dock_mono_ms() < wait_until) {
+        while (!s->n_pool[k] && s->filling[k] && (int64_t)clock_mono_ms() < wait_until) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             int64_t ns = ts.tv_nsec + 50 * 1000000L;
@@ -301,16 +301,16 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
         dock_bg_kick(s);
         /* A parked container that printed anything or hung up is not the one we proved: drop it. */
         if (dock_attach_stirred(&b->at) || b->early_out.len || b->early_err.len ||
-            dock_mono_ms() - b->created_ms > DOCK_POOL_MAX_AGE_S * 1000) {
+            (int64_t)clock_mono_ms() - b->created_ms > DOCK_POOL_MAX_AGE_S * 1000) {
             dock_box_release(s, b);
             continue;
         }
         *out = b;
         return 0;
     }
-    int64_t label =
-        dock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
-        (k == DOCK_PROJECT || k == DOCK_MODULE ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000 : DOCK_SNIPPET_MAX_MS / 1000);
+    int64_t label = clock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
+                    (k == DOCK_PROJECT || k == DOCK_MODULE ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000
+                                                           : DOCK_SNIPPET_MAX_MS / 1000);
     return cold_start(s, k, cmd, n_cmd, g, NULL, label, out, err);
 }
 
@@ -337,7 +337,7 @@ void dock_pool_fill(struct dock_state *s)
             pthread_mutex_lock(&s->pool_mu);
             /* recycle the oldest when it aged out or changed while parked */
             struct dock_box *old = NULL;
-            if (s->n_pool[k] && (dock_mono_ms() - s->pool[k][0]->created_ms > DOCK_POOL_MAX_AGE_S * 1000 ||
+            if (s->n_pool[k] && ((int64_t)clock_mono_ms() - s->pool[k][0]->created_ms > DOCK_POOL_MAX_AGE_S * 1000 ||
                                  dock_attach_stirred(&s->pool[k][0]->at))) {
                 old = s->pool[k][0];
                 memmove(&s->pool[k][0], &s->pool[k][1], (s->n_pool[k] - 1) * sizeof old);
@@ -350,7 +350,7 @@ void dock_pool_fill(struct dock_state *s)
             if (want) {
                 for (slot = 0; s->fill_started_ms[k][slot]; slot++)
                     ; /* filling[k] < DOCK_FILLERS: a free slot exists */
-                int64_t now = dock_mono_ms();
+                int64_t now = (int64_t)clock_mono_ms();
                 s->fill_started_ms[k][slot] = now ? now : 1;
                 s->filling[k]++;
             }
@@ -363,7 +363,7 @@ void dock_pool_fill(struct dock_state *s)
                 break;
             struct dock_box *b = NULL;
             struct plm_err e = {0};
-            int64_t label = dock_unix_ms() / 1000 + DOCK_POOL_MAX_AGE_S + DOCK_START_MS / 1000 +
+            int64_t label = clock_unix_ms() / 1000 + DOCK_POOL_MAX_AGE_S + DOCK_START_MS / 1000 +
                             (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000;
             int r = cold_start(s, (enum dock_kind)k, NULL, 0, NULL, NULL, label, &b, &e);
             pthread_mutex_lock(&s->pool_mu);

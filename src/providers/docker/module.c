@@ -51,12 +51,12 @@ int dock_run_module(struct dock_state *s, const struct plm_run_ctx *ctx, const s
         return -1;
     uint32_t timeout = plm_clamp_timeout((int32_t)ctx->timeout_ms, DOCK_PROJECT_DEFAULT_MS, DOCK_PROJECT_MAX_MS);
     struct plm_result proj = {0};
-    int64_t t0 = dock_mono_ms();
+    int64_t t0 = (int64_t)clock_mono_ms();
     if (module_exec(s, timeout, req, NULL, &proj, err) < 0)
         return plm_err_wrap(err, "module");
     /* wire.md §12: a module result states the provider's measured run time (the project it
      * became leaves duration to the handler, which fills it only for project requests) */
-    out->duration_ms = dock_mono_ms() - t0;
+    out->duration_ms = (int64_t)clock_mono_ms() - t0;
     struct plm_module_result m = {0};
     int rc = plm_module_outcome(req, &proj.project, 0, &m, err);
     /* the identity the project stamped is the module image's: keep it */
@@ -108,7 +108,7 @@ int dock_module_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_
     r |= ev_add_confinement(ev, "image module %s", s->id[DOCK_MODULE]);
     plm_module_result_free(&m);
     if (r < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     s->module_proven = ok && has_proof_model; /* before anything is served: read-only from here */
     return 0;
 }

@@ -25,15 +25,13 @@ int dock_project_outcome(const struct dock_project_end *e, struct plm_project_re
     char buf[96];
     const char *detail = "";
     if (e->deadline_passed && !e->marked)
-        return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "project: the sandbox did not start before the run ended");
+        return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL, "project: the sandbox did not start before the run ended");
     if (e->deadline_passed) {
         dock_project_result_done(pr); /* (spec) timed_out carries no steps */
         pr->outcome = PLM_OUTCOME_TIMED_OUT;
         detail = "run exceeded the time budget";
     } else if (e->report == DOCK_REPORT_NONE && !e->marked) {
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "project: docker failed before the runner started");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "project: docker failed before the runner started");
     } else if (e->report == DOCK_REPORT_NONE) {
         dock_project_result_done(pr);
         pr->outcome = PLM_OUTCOME_PROTOCOL_ERROR;
@@ -64,7 +62,7 @@ int dock_project_outcome(const struct dock_project_end *e, struct plm_project_re
     free(pr->detail);
     pr->detail = dup_s(detail);
     if (!pr->detail)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return 0;
 }
 
@@ -120,11 +118,10 @@ int dock_plan_encode(const uint8_t key[RW_KEY_LEN], uint32_t step_timeout_ms, co
             need = SIZE_MAX;
     if (need > RW_KEY_LEN + RW_PLAN_MAX || req->project.n_files > RW_FILES_MAX || req->project.n_steps > RW_STEPS_MAX ||
         req->project.n_steps == 0 || req->project.n_artifacts > RW_ARTIFACTS_MAX)
-        return plm_err_set(err, EMSGSIZE, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
-                           "project plan exceeds the runner's limits");
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "project plan exceeds the runner's limits");
     struct plan pl = {.p = malloc(need), .cap = need};
     if (!pl.p)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     put(&pl, key, RW_KEY_LEN);
     put(&pl, RW_PLAN_MAGIC, RW_MAGIC_LEN);
     put_u32(&pl, step_timeout_ms);
@@ -142,7 +139,7 @@ int dock_plan_encode(const uint8_t key[RW_KEY_LEN], uint32_t step_timeout_ms, co
     if (pl.bad) {
         explicit_bzero(pl.p, pl.cap);
         free(pl.p);
-        return plm_err_set(err, EMSGSIZE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "project plan encoding overflowed");
+        return plm_fail(err, EMSGSIZE, PLM_E_INTERNAL, "project plan encoding overflowed");
     }
     *out = pl.p;
     *len = pl.len;
@@ -175,9 +172,9 @@ int dock_run_project(struct dock_state *s, const struct plm_run_ctx *ctx, const 
     if (dock_run_gate(s, ctx, req, err) < 0)
         return -1;
     if (plm_project_is_python(req) && !atomic_load(&s->python_proven))
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                           "a step runs python, and the startup proof found no python3 with numpy, pandas and "
-                           "matplotlib in the project image (see the evidence card); nothing ran");
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                          "a step runs python, and the startup proof found no python3 with numpy, pandas and "
+                          "matplotlib in the project image (see the evidence card); nothing ran");
     uint32_t timeout = plm_clamp_timeout((int32_t)ctx->timeout_ms, DOCK_PROJECT_DEFAULT_MS, DOCK_PROJECT_MAX_MS);
     return dock_project_exec(s, timeout, req, ctx->host_api, out, err);
 }
@@ -213,7 +210,7 @@ static int project_run(struct dock_state *s, enum dock_kind k, uint32_t timeout,
     uint8_t *plan = NULL;
     size_t plan_len = 0;
     if (dock_random(key, sizeof key) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "getrandom failed");
     if (dock_plan_encode(key, timeout, req, &plan, &plan_len, err) < 0) {
         explicit_bzero(key, sizeof key);
         return -1;
@@ -230,7 +227,7 @@ static int project_run(struct dock_state *s, enum dock_kind k, uint32_t timeout,
     proj_sink(&c, DOCK_STDOUT, b->early_out.data, b->early_out.len);
     struct dock_io io = {
         .in = plan, .in_len = plan_len, .close_in = true, .sink = proj_sink, .stop = proj_done, .ctx = &c};
-    int r = dock_attach_pump(&b->at, &io, dock_mono_ms() + timeout + DOCK_PROJECT_GRACE_MS, err);
+    int r = dock_attach_pump(&b->at, &io, (int64_t)clock_mono_ms() + timeout + DOCK_PROJECT_GRACE_MS, err);
     struct dock_project_end e = {.marked = true, .deadline_passed = r == 0 && !c.complete};
     e.have_exit = r == 1 && dock_container_wait(&s->eng, b->id, 10000, &e.exit_code, err) == 0;
     dock_box_release(s, b);
@@ -267,6 +264,6 @@ static int project_run(struct dock_state *s, enum dock_kind k, uint32_t timeout,
     out->kind = PLM_KIND_PROJECT;
     out->project = pr;
     if (dock_result_identity(s, k, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return 0;
 }

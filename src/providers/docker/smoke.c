@@ -160,7 +160,7 @@ static bool probe_done(void *ctx)
 #define CARD(ev, name, expected, ok, ...)                                                                              \
     do {                                                                                                               \
         if (ev_add_check(ev, name, expected, ok, __VA_ARGS__) < 0)                                                     \
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");                        \
+            return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");                                             \
     } while (0)
 
 static int judge_tmpfs(struct dock_state *s, const struct kvs *o, const char *dir, uint32_t mb, struct plm_evidence *ev,
@@ -350,7 +350,7 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
     struct probe_io c = {.out = {.max = 64 * 1024}, .err = {.max = 16 * 1024}};
     dock_bytes_add(&c.out, b->early_out.data, b->early_out.len);
     struct dock_io io = {.close_in = true, .sink = probe_sink, .stop = probe_done, .ctx = &c};
-    int r = dock_attach_pump(&b->at, &io, dock_mono_ms() + 15000, err);
+    int r = dock_attach_pump(&b->at, &io, (int64_t)clock_mono_ms() + 15000, err);
     struct host_cg h;
     memset(&h, 0, sizeof h);
     struct dock_gvisor gv;
@@ -371,7 +371,7 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
         dock_bytes_done(&c.out);
         dock_bytes_done(&c.err);
         return r < 0 ? plm_err_wrap(err, "probe container")
-                     : plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "the probe did not finish within 15 s");
+                     : plm_fail(err, 0, PLM_E_INTERNAL, "the probe did not finish within 15 s");
     }
     static struct kvs o; /* startup only, one caller */
     kv_parse(c.out.data, c.out.len, &o);
@@ -419,7 +419,7 @@ static int run_snippet(struct dock_state *s, struct plm_evidence *ev, struct plm
             ran && root && strcmp(root, "ok") && u && !strcmp(u, uid) && w && !strcmp(w, "/dev/shm,/tmp") && ifs &&
                 !strcmp(ifs, "lo"),
             "root %s uid %s writable %s ifaces %s", root ? root : "?", u ? u : "?", w ? w : "?", ifs ? ifs : "?") < 0)
-        rc = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        rc = plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     json_decref(j);
     plm_result_done(&res);
     return rc;
@@ -480,7 +480,7 @@ static int run_project(struct dock_state *s, struct plm_evidence *ev, struct plm
                      denied[1] ? "denied" : "open", denied[2] ? "denied" : "open", denied[3] ? "denied" : "open") < 0 ||
         ev_add_check(ev, "project.forged_report", "a frame printed by a step stays step output; the MAC decides",
                      done && forged_kept, forged_kept ? "ignored, kept as step output" : "not observed") < 0)
-        rc = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        rc = plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     plm_result_done(&res);
     return rc;
 }
@@ -574,13 +574,13 @@ static int run_grants(struct dock_state *s, struct plm_evidence *ev, struct plm_
                          obs_p) < 0 ||
             ev_add_confinement(ev, "grants: a per-run unix socket at " DOCK_HS_SOCK_IN
                                    " and the client at " DOCK_HS_PRELOAD_IN " (read-only); NetworkMode stays none") < 0)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+            return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
         atomic_store(&s->grants_proven, true);
         return 0;
     }
     /* Not a failed check (that would stop startup): a line saying why grants are refused. */
     if (ev_add_confinement(ev, "grants off: %.110s", *why ? why : !ok_s ? obs_s : obs_p) < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     return 0;
 }
 
@@ -604,9 +604,9 @@ static void runsc_version(const char *path, char *out, size_t cap)
     if (r == 0) {
         char buf[256];
         size_t have = 0;
-        int64_t deadline = dock_mono_ms() + 5000;
+        int64_t deadline = (int64_t)clock_mono_ms() + 5000;
         struct pollfd pf = {p[0], POLLIN, 0};
-        while (have < sizeof buf - 1 && dock_mono_ms() < deadline && poll(&pf, 1, 100) >= 0) {
+        while (have < sizeof buf - 1 && (int64_t)clock_mono_ms() < deadline && poll(&pf, 1, 100) >= 0) {
             if (!(pf.revents & (POLLIN | POLLHUP)))
                 continue;
             ssize_t n = read(p[0], buf + have, sizeof buf - 1 - have);
@@ -640,7 +640,7 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
         snprintf(ev->runtime_version, sizeof ev->runtime_version, "%.60s",
                  *s->runc_version ? s->runc_version : "unknown");
     ev_kernel_release(ev->kernel_release, sizeof ev->kernel_release);
-    ev->checked_unix_ms = dock_unix_ms();
+    ev->checked_unix_ms = clock_unix_ms();
     if (ev_add_check(ev, "preflight.runtime",
                      s->runsc ? "runsc registered; its path's basename is runsc" : "runtime registered with dockerd",
                      true, "%s -> %.120s", s->runtime, s->runtime_path) < 0 ||
@@ -649,7 +649,7 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
                      s->posture.why) < 0 ||
         ev_add_check(ev, "preflight.images", "present, launched by ID, no VOLUME, ENV free of loader variables", true,
                      "snippet %.19s, project %.19s", s->id[DOCK_SNIPPET], s->id[DOCK_PROJECT]) < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     if (run_probe(s, ev, err) < 0 || run_snippet(s, ev, err) < 0 || run_project(s, ev, err) < 0 ||
         dock_python_proof(s, ev, err) < 0 || (s->ref[DOCK_SESSION][0] && dock_session_python_proof(s, ev, err) < 0) ||
         run_grants(s, ev, err) < 0 || (s->ref[DOCK_MODULE][0] && dock_module_proof(s, ev, err) < 0))
@@ -660,12 +660,11 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
                            s->cgroup_version) < 0 ||
         ev_add_confinement(ev, "image snippet %s", s->id[DOCK_SNIPPET]) < 0 ||
         ev_add_confinement(ev, "image project %s", s->id[DOCK_PROJECT]) < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     for (size_t i = 0; i < ev->n_checks; i++)
         if (!ev->checks[i].passed)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "startup proof failed: %s: expected %s; observed %s", ev->checks[i].name,
-                               ev->checks[i].expected, ev->checks[i].observed);
+            return plm_fail(err, 0, PLM_E_INTERNAL, "startup proof failed: %s: expected %s; observed %s",
+                            ev->checks[i].name, ev->checks[i].expected, ev->checks[i].observed);
     ev->tier = s->runsc ? PLM_TIER_KERNEL : PLM_TIER_CONTAINER;
     ev_seal(ev);
     s->card[1] = *ev;

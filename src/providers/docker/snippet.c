@@ -91,9 +91,9 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
                          .sink = snip_sink,
                          .stop = snip_done,
                          .ctx = &c};
-    int64_t t0 = dock_mono_ms();
+    int64_t t0 = (int64_t)clock_mono_ms();
     int r = dock_attach_pump(&b->at, &io, t0 + timeout, err);
-    int64_t status = 0, dur = dock_mono_ms() - t0;
+    int64_t status = 0, dur = (int64_t)clock_mono_ms() - t0;
     bool ended = snip_done(&c), have_exit = false;
     if (ended && c.s[0].status_ok) {
         have_exit = true; /* the start script reported the command's status after its output */
@@ -125,8 +125,8 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
         dock_bytes_done(&c.s[0].keep);
         dock_bytes_done(&c.s[1].keep);
         if (ended)
-            return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                               "snippet: the end line carried no exit status (forged by the guest?)");
+            return plm_fail(err, 0, PLM_E_UNAVAILABLE,
+                            "snippet: the end line carried no exit status (forged by the guest?)");
         return plm_err_wrap(err, "snippet: the container ended without an exit status");
     }
     out->kind = PLM_KIND_JAVASCRIPT;
@@ -136,6 +136,6 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
     dock_bytes_take(&c.s[1].keep, &out->js.err);
     out->duration_ms = dur;
     if (dock_result_identity(s, DOCK_SNIPPET, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return 0;
 }

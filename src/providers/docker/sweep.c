@@ -98,7 +98,7 @@ int dock_sweep(struct dock_state *s, struct plm_err *err)
                        DOCK_API "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22" DOCK_LABEL "%22%5D%7D", NULL,
                        200, 10000, 8 * 1024 * 1024, &list, err) < 0)
         return -1;
-    int64_t now = dock_unix_ms() / 1000;
+    int64_t now = clock_unix_ms() / 1000;
     size_t i;
     json_t *c;
     int reaped = 0;
@@ -124,11 +124,11 @@ int dock_sweep(struct dock_state *s, struct plm_err *err)
 static void *bg_main(void *arg)
 {
     struct dock_state *s = arg;
-    int64_t next_refresh = dock_mono_ms() + REFRESH_MS, next_sweep = dock_mono_ms() + SWEEP_MS;
+    int64_t next_refresh = (int64_t)clock_mono_ms() + REFRESH_MS, next_sweep = (int64_t)clock_mono_ms() + SWEEP_MS;
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         pthread_mutex_unlock(&s->mu);
-        int64_t now = dock_mono_ms();
+        int64_t now = (int64_t)clock_mono_ms();
         if (now >= next_refresh) {
             struct plm_err e = {0};
             dock_preflight(s, &e); /* updates readiness and the verified runtime either way */
@@ -183,8 +183,7 @@ int dock_bg_start(struct dock_state *s, struct plm_err *err)
         int r = pthread_create(&s->reapers[i], NULL, reaper_main, s);
         if (r != 0) {
             dock_bg_stop(s);
-            return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start a docker reaper thread: %s",
-                               strerror(r));
+            return plm_fail(err, r, PLM_E_INTERNAL, "start a docker reaper thread: %s", strerror(r));
         }
         pthread_mutex_lock(&s->mu);
         s->n_reapers++;
@@ -193,16 +192,14 @@ int dock_bg_start(struct dock_state *s, struct plm_err *err)
     int r = pthread_create(&s->bg, NULL, bg_main, s);
     if (r != 0) {
         dock_bg_stop(s);
-        return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start the docker background thread: %s",
-                           strerror(r));
+        return plm_fail(err, r, PLM_E_INTERNAL, "start the docker background thread: %s", strerror(r));
     }
     s->bg_started = true;
     for (int i = 0; i < DOCK_FILLERS; i++) {
         r = pthread_create(&s->fillers[i], NULL, filler_main, s);
         if (r != 0) {
             dock_bg_stop(s);
-            return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start a docker pool filler thread: %s",
-                               strerror(r));
+            return plm_fail(err, r, PLM_E_INTERNAL, "start a docker pool filler thread: %s", strerror(r));
         }
         pthread_mutex_lock(&s->mu);
         s->n_fillers++;
