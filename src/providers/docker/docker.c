@@ -1,11 +1,9 @@
-/* docker.c: the docker provider's ops table, its constructor and destructor, Describe, the tier,
- * and the gate every run passes before anything is launched.
+/* docker.c: the docker provider's ops table, its constructor and destructor, and Describe. It
+ * only calls down: the tier and the entry gate live in state.c, the runs in their own files.
  * Owns: struct dock_state (internal.h) and its lifetime.
  * Trusts: struct dock_config only after the rules of lockdown.c and preflight.c accepted it.
- * Invariant: the constructor talks to no daemon and starts no container; the tier is kernel only
- * under runsc, after smoke_test proved it and while the last preflight still verified the
- * runtime; every run re-validates its request and re-checks the floor against that tier before
- * it launches anything, and is refused (reason environment) once an image tag was re-pointed. */
+ * Invariant: the constructor talks to no daemon and starts no container; every run passes
+ * state.c's gate (core's plm_provider_gate) before it launches anything. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,45 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../core/validate.h"
 #include "internal.h"
 
 #define SECCOMP_FILE_MAX (256u * 1024)
-
-enum plm_tier dock_tier(struct dock_state *s)
-{
-    if (s->runsc && atomic_load(&s->proven) && atomic_load(&s->runtime_verified))
-        return PLM_TIER_KERNEL;
-    return PLM_TIER_CONTAINER;
-}
-
-int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
-                  struct plm_err *err)
-{
-    if (plm_validate_payload(req, err) < 0)
-        return -1;
-    if (tier_check_floor(dock_tier(s), ctx->floor, err) < 0)
-        return -1;
-    /* Grants reach a container only through the per-run socket (hostsock.h), and only once the
-     * startup proof saw a container reach a mounted socket; otherwise a granted run must not
-     * start as if it were isolated. */
-    if (ctx->host_api && (!atomic_load(&s->grants_proven) || !ctx->host_api->call))
-        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                          "the docker provider did not prove its host-API socket at startup; nothing ran");
-    if (atomic_load(&s->repointed))
-        return plm_refuse(err, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
-                          "an image tag now points at an image this daemon did not prove at startup; nothing ran");
-    if (!atomic_load(&s->proven))
-        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "the docker provider has not been proven yet");
-    return 0;
-}
-
-int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_result *out)
-{
-    char env[96];
-    snprintf(env, sizeof env, "docker-image:%s", s->id[k]);
-    return plm_result_stamp(out, "docker", dock_tier(s), env, s->software_identity[k]);
-}
 
 static struct dock_state *st(struct plm_provider *p)
 {

@@ -810,6 +810,14 @@ static void test_outcomes(void)
 
 /* ---- the constructor talks to no daemon ------------------------------------------------------ */
 
+/* A grant's call that is never reached: the gate refuses before anything runs. */
+static void never_call(void *cb, const char *method, const char *target, const uint8_t *body, size_t len,
+                       struct plm_host_reply *out)
+{
+    (void)cb, (void)method, (void)target, (void)body, (void)len;
+    out->status = 500;
+}
+
 static void test_constructor(void)
 {
     struct dock_config c = {.image = "plimsoll/snippet:latest",
@@ -838,10 +846,15 @@ static void test_constructor(void)
               e.refusal == PLM_REFUSAL_ISOLATION);
         ctx.floor = PLM_TIER_UNKNOWN;
         CHECK(p->ops->run_javascript(p, &ctx, &req, &res, &e) < 0 && e.kind == PLM_E_UNAVAILABLE);
-        struct plm_host_api grant = {.profile = "x", .client_js = "", .node_preload = ""};
+        /* a grant before the socket was proven: refused unsupported, nothing ran */
+        struct plm_host_api grant = {.profile = "x", .client_js = "", .node_preload = "", .call = never_call};
         ctx.host_api = &grant;
         CHECK(p->ops->run_javascript(p, &ctx, &req, &res, &e) < 0 && e.kind == PLM_E_UNSUPPORTED &&
               e.refusal == PLM_REFUSAL_UNSUPPORTED);
+        /* a grant handed over without its call is a daemon bug: fails closed (core's gate) */
+        grant.call = NULL;
+        CHECK(p->ops->run_javascript(p, &ctx, &req, &res, &e) < 0 && e.kind == PLM_E_INTERNAL &&
+              e.refusal == PLM_REFUSAL_NONE);
         ctx.host_api = NULL;
         req.js.code = "";
         CHECK(p->ops->run_javascript(p, &ctx, &req, &res, &e) < 0 && e.kind == PLM_E_INVALID); /* validated first */

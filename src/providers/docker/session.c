@@ -234,18 +234,6 @@ static int read_back(struct dock_state *s, struct plm_session *h, enum plm_sessi
 
 /* ---- open, close, suspend --------------------------------------------------------------------- */
 
-static int gate(struct dock_state *s, enum plm_tier floor, struct plm_err *err)
-{
-    if (tier_check_floor(dock_tier(s), floor, err) < 0)
-        return -1;
-    if (atomic_load(&s->repointed))
-        return plm_refuse(err, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
-                          "an image tag now points at an image this daemon did not prove at startup; nothing ran");
-    if (!atomic_load(&s->proven) || !s->id[DOCK_SESSION][0])
-        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "the docker provider has not been proven yet");
-    return 0;
-}
-
 static void session_free(struct dock_state *s, struct plm_session *h)
 {
     if (!h)
@@ -349,7 +337,7 @@ int dock_session_open(struct plm_provider *p, const struct plm_session_spec *spe
 {
     struct dock_state *s = state_of(p);
     *out = NULL;
-    if (gate(s, spec->floor, err) < 0)
+    if (dock_session_gate(s, spec->floor, err) < 0)
         return -1;
     struct plm_session *h = pool_take(s, spec->disk_bytes);
     /* The container's label deadline is the session's end (plus slack), for the deadline sweep. */
@@ -479,8 +467,8 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
                       const struct dock_sg_call *g, struct dock_sf_reply *rep, int64_t *ms, enum plm_session_end *ended,
                       struct plm_err *err)
 {
-    if (gate(s, ctx->floor, err) < 0 || chan_check_idle(h, ended, err) < 0 || read_back(s, h, ended, err) < 0 ||
-        resume(h, ended, err) < 0)
+    if (dock_session_gate(s, ctx->floor, err) < 0 || chan_check_idle(h, ended, err) < 0 ||
+        read_back(s, h, ended, err) < 0 || resume(h, ended, err) < 0)
         return -1;
     uint8_t *frame = NULL;
     size_t len = 0;
@@ -641,7 +629,7 @@ void dock_session_sweep(struct dock_state *s)
 
 /* One cell in a fresh session container, then the container is removed: the startup proofs'
  * way into the sandbox a session really gets. It runs before the provider is proven, so it
- * bypasses gate() (which refuses until then) and the pool. The reply's bytes move into *out. */
+ * bypasses dock_session_gate() (which refuses until then) and the pool. The reply's bytes move into *out. */
 int dock_session_probe_cell(struct dock_state *s, const char *lang, const char *code, uint32_t timeout_ms,
                             struct plm_step_result *out, struct plm_err *err)
 {

@@ -1,5 +1,6 @@
-/* sweep.c: the provider's background threads.
- * Owns: the removal queue and its reaper threads (every container a run used is removed there,
+/* sweep.c: the provider's background threads. It calls down to the pool (launch.c) and the
+ * removal queue (reap.c); neither calls back.
+ * Owns: the reaper threads that drain the removal queue (reap.c) (every container a run used is removed there,
  * off the request path: a force removal of a container that is still exiting costs dockerd
  * 150-600 ms); one maintenance thread for the periodic sweep of labelled containers past their
  * deadline, the periodic preflight refresh (so the tier reacts to dockerd going away without
@@ -20,43 +21,6 @@
 #define TICK_MS 1000
 #define REFRESH_MS 5000
 #define SWEEP_MS 60000
-#define PENDING_MAX 4096
-
-void dock_queue_removal(struct dock_state *s, const char *id)
-{
-    pthread_mutex_lock(&s->mu);
-    if (s->n_pending == s->cap_pending && s->cap_pending < PENDING_MAX) {
-        size_t cap = s->cap_pending ? s->cap_pending * 2 : 16;
-        void *q = reallocarray(s->pending, cap, sizeof *s->pending);
-        if (q) {
-            s->pending = q;
-            s->cap_pending = cap;
-        }
-    }
-    bool queued = s->n_pending < s->cap_pending;
-    if (queued) {
-        snprintf(s->pending[s->n_pending++], sizeof s->pending[0], "%s", id);
-        pthread_cond_signal(&s->reap_cv);
-    }
-    bool reapers = s->n_reapers > 0;
-    pthread_mutex_unlock(&s->mu);
-    if (!queued || !reapers) {
-        /* No reaper to hand it to (the startup proof runs before they exist, or the queue is
-         * full): remove it here. If dockerd does not answer, it stays queued for the reapers or
-         * for dock_bg_stop(); past that, the labelled sweep of a later start reaps it. */
-        struct plm_err e = {0};
-        if (dock_container_remove(&s->eng, id, queued ? 1 : 3, &e) == 0 && queued) {
-            pthread_mutex_lock(&s->mu);
-            for (size_t i = 0; i < s->n_pending; i++)
-                if (!strcmp(s->pending[i], id)) {
-                    memmove(&s->pending[i], &s->pending[i + 1], (s->n_pending - i - 1) * sizeof *s->pending);
-                    s->n_pending--;
-                    break;
-                }
-            pthread_mutex_unlock(&s->mu);
-        }
-    }
-}
 
 static void *reaper_main(void *arg)
 {
@@ -206,14 +170,6 @@ int dock_bg_start(struct dock_state *s, struct plm_err *err)
         pthread_mutex_unlock(&s->mu);
     }
     return 0;
-}
-
-void dock_bg_kick(struct dock_state *s)
-{
-    pthread_mutex_lock(&s->mu);
-    s->fill_kick = true;
-    pthread_cond_broadcast(&s->fill_cv);
-    pthread_mutex_unlock(&s->mu);
 }
 
 void dock_bg_stop(struct dock_state *s)
