@@ -155,20 +155,17 @@ static const struct plm_provider_ops docker_session_ops = {
 
 static int read_profile(const char *path, char **out, size_t *len, struct plm_err *err)
 {
-    FILE *f = fopen(path, "re");
+    FILE *f cleanup_fclose = fopen(path, "re");
     if (!f)
         return plm_fail(err, errno, PLM_E_INVALID, "SANDBOX_DOCKER_SECCOMP: open \"%s\": %s", path, strerror(errno));
-    char *buf = malloc(SECCOMP_FILE_MAX + 1);
+    char *buf cleanup_free = malloc(SECCOMP_FILE_MAX + 1);
     size_t n = buf ? fread(buf, 1, SECCOMP_FILE_MAX + 1, f) : 0;
-    bool bad = ferror(f);
-    fclose(f);
-    if (!buf || bad || n > SECCOMP_FILE_MAX) {
-        free(buf);
+    if (!buf || ferror(f) || n > SECCOMP_FILE_MAX) {
         return plm_fail(err, EMSGSIZE, PLM_E_INVALID,
                         "SANDBOX_DOCKER_SECCOMP: \"%s\" is unreadable or larger than %u bytes", path, SECCOMP_FILE_MAX);
     }
     buf[n] = 0;
-    *out = buf;
+    *out = take_ptr(&buf);
     *len = n;
     return 0;
 }
@@ -203,10 +200,9 @@ static int setup_seccomp(struct dock_state *s, const char *path, struct plm_err 
     return 0;
 }
 
-static int configure(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
+/* The image references, each by its variable's rules, and the pinning rule over all of them. */
+static int configure_images(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
 {
-    if (dock_parse_host(c->docker_host, s->eng.sock, err) < 0)
-        return -1;
     if (dock_ref_check("SANDBOX_DOCKER_IMAGE", c->image, err) < 0 ||
         dock_ref_check("SANDBOX_DOCKER_PROJECT_IMAGE", c->project_image, err) < 0)
         return -1;
@@ -232,6 +228,12 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
                             : k                ? "SANDBOX_DOCKER_PROJECT_IMAGE"
                                                : "SANDBOX_DOCKER_IMAGE",
                             s->ref[k]);
+    return 0;
+}
+
+/* SANDBOX_DOCKER_RUNTIME: a runtime name, and whether it is gVisor's. */
+static int configure_runtime(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
+{
     const char *rt = c->runtime && *c->runtime ? c->runtime : "runc";
     size_t n = strlen(rt);
     bool ok = n < sizeof s->runtime;
@@ -246,7 +248,12 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
      * the distribution's older one as runsc-bookworm for the before/after bench). Either way the
      * path's basename must be runsc (preflight) and the probe must see gVisor answer. */
     s->runsc = !strcmp(rt, "runsc") || !strncmp(rt, "runsc-", 6);
+    return 0;
+}
 
+/* The lockdown every container gets: memory, pids, CPUs, disk, the guest uid, the seccomp profile. */
+static int configure_lockdown(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
+{
     struct dock_lockdown *l = &s->lock;
     l->memory_mb = c->memory_mb ? c->memory_mb : 256;
     l->pids = c->pids ? c->pids : 256;
@@ -267,6 +274,14 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
     l->seccomp = s->runsc ? NULL : s->seccomp; /* (spec) under runc only */
     if (s->runsc)
         s->seccomp_sha256[0] = 0; /* the card says no profile is sent */
+    return 0;
+}
+
+static int configure(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
+{
+    if (dock_parse_host(c->docker_host, s->eng.sock, err) < 0 || configure_images(s, c, err) < 0 ||
+        configure_runtime(s, c, err) < 0 || configure_lockdown(s, c, err) < 0)
+        return -1;
 
     if (c->grant_dir && *c->grant_dir) {
         if (c->grant_dir[0] != '/' || strlen(c->grant_dir) >= sizeof s->grant_dir)
@@ -289,16 +304,13 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
     return 0;
 }
 
-struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm_err *err)
+/* A state with its locks and condition variables made, and libcurl initialised: from here on
+ * state_free() is its one release path. NULL when out of memory. */
+static struct dock_state *state_new(void)
 {
     struct dock_state *s = calloc(1, sizeof *s);
-    struct plm_provider *p = calloc(1, sizeof *p);
-    if (!s || !p) {
-        free(s);
-        free(p);
-        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    if (!s)
         return NULL;
-    }
     /* curl_global_init is not thread-safe on every libcurl: the constructor runs before any
      * thread of ours does. */
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -315,13 +327,23 @@ struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm
     pthread_mutex_init(&s->spool_mu, NULL);
     pthread_cond_init(&s->spool_cv, &ca);
     pthread_condattr_destroy(&ca);
+    return s;
+}
+DEFINE_CLEANUP(struct dock_state, state_free)
+
+struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm_err *err)
+{
+    struct plm_provider *p cleanup_free = calloc(1, sizeof *p);
+    struct dock_state *s cleanup_(state_free) = p ? state_new() : NULL;
+    if (!s) {
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+        return NULL;
+    }
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "docker provider");
-        state_free(s);
-        free(p);
         return NULL;
     }
     p->ops = s->ref[DOCK_SESSION][0] ? &docker_session_ops : &docker_ops;
-    p->state = s;
-    return p;
+    p->state = take_ptr(&s);
+    return take_ptr(&p);
 }

@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../core/cleanup.h"
+#include "../../core/cleanup_curl.h"
+#include "../../core/cleanup_json.h"
 #include "../../core/clock.h"
 #include "../../core/err.h"
 #include "../../core/evidence.h"
@@ -60,6 +63,11 @@ struct dock_reply {
     size_t len;
 };
 void dock_reply_done(struct dock_reply *r);
+static inline void dock_reply_cleanup_fn(struct dock_reply *r)
+{
+    dock_reply_done(r);
+}
+#define cleanup_reply __attribute__((cleanup(dock_reply_cleanup_fn))) /* struct dock_reply r cleanup_reply = {0}; */
 /* One request; the reply body is capped at reply_max (more is an error). PLM_E_UNAVAILABLE when
  * dockerd does not answer. */
 int dock_call(const struct dock_engine *e, const char *method, const char *path, const char *json_body, long timeout_ms,

@@ -64,16 +64,13 @@ static json_t *grant_mounts(const struct dock_grant_paths *g)
                      "Propagation", "rprivate");
 }
 
-json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *image_id, const char *const *argv,
-                  size_t argc, int64_t deadline_unix_s, const char *instance, const struct dock_grant_paths *g)
+/* The HostConfig half of the spec: every wall of the lockdown. *ok turns false on any failure. */
+static json_t *host_config(const struct dock_lockdown *l, enum dock_kind k, const struct dock_grant_paths *g, bool *okp)
 {
-    bool ok = true;
-    char user[32], deadline[24];
-    snprintf(user, sizeof user, "%u:%u", l->uid, l->uid);
-    snprintf(deadline, sizeof deadline, "%lld", (long long)deadline_unix_s);
+    bool ok = *okp;
     json_int_t mem = (json_int_t)l->memory_mb * 1024 * 1024;
-    char *t_tmp = tmpfs_opts(l->tmp_mb, false), *t_shm = tmpfs_opts(l->shm_mb, false),
-         *t_work = tmpfs_opts(l->work_mb, true), *seccomp = NULL;
+    char *t_tmp cleanup_free = tmpfs_opts(l->tmp_mb, false), *t_shm cleanup_free = tmpfs_opts(l->shm_mb, false),
+                *t_work cleanup_free = tmpfs_opts(l->work_mb, true), *seccomp cleanup_free = NULL;
 
     json_t *h = json_object();
     if (!h)
@@ -113,8 +110,19 @@ json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *i
     set(h, "Init", json_false(), &ok);
     set(h, "AutoRemove", json_false(), &ok); /* we remove, after reading the result */
     set(h, "RestartPolicy", json_pack("{s:s}", "Name", "no"), &ok);
+    *okp = ok;
+    return h;
+}
 
-    json_t *spec = json_object();
+json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *image_id, const char *const *argv,
+                  size_t argc, int64_t deadline_unix_s, const char *instance, const struct dock_grant_paths *g)
+{
+    bool ok = true;
+    char user[32], deadline[24];
+    snprintf(user, sizeof user, "%u:%u", l->uid, l->uid);
+    snprintf(deadline, sizeof deadline, "%lld", (long long)deadline_unix_s);
+    json_t *h = host_config(l, k, g, &ok);
+    json_t *spec cleanup_json = json_object();
     if (!spec)
         ok = false;
     set(spec, "Image", json_string(image_id), &ok); /* the content ID preflight verified */
@@ -140,12 +148,7 @@ json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *i
     set(spec, "Labels", labels, &ok);
     set(spec, "StopSignal", json_string("SIGKILL"), &ok);
     set(spec, "HostConfig", h, &ok);
-    free(t_tmp), free(t_shm), free(t_work), free(seccomp);
-    if (!ok) {
-        json_decref(spec);
-        return NULL;
-    }
-    return spec;
+    return ok ? take_ptr(&spec) : NULL;
 }
 
 int dock_lockdown_lines(const struct dock_lockdown *l, const char *seccomp_desc, struct plm_evidence *ev)
@@ -185,11 +188,9 @@ int dock_seccomp_check(const char *text, size_t len, size_t *allowed, struct plm
 {
     *allowed = 0;
     json_error_t je;
-    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!j || !json_is_object(j)) {
-        json_decref(j);
+    json_t *j cleanup_json = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!j || !json_is_object(j))
         return plm_fail(err, 0, PLM_E_INVALID, "seccomp profile: not a JSON object (%s)", j ? "wrong type" : je.text);
-    }
     int r = 0;
     /* Fail closed: a profile whose default allows would be an allow-list in name only. */
     if (!is_action(json_string_value(json_object_get(j, "defaultAction")), true))
@@ -219,7 +220,6 @@ int dock_seccomp_check(const char *text, size_t len, size_t *allowed, struct plm
         if (!strcmp(act, "SCMP_ACT_ALLOW"))
             *allowed += json_array_size(names);
     }
-    json_decref(j);
     return r;
 }
 

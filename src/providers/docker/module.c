@@ -16,6 +16,8 @@
 #include "../../core/module.h"
 #include "internal.h"
 
+#define cleanup_module_plan __attribute__((cleanup(plm_module_plan_done)))
+
 #define WORKER_PATH "/opt/plimsoll/sim-worker"
 #define MODELS_DIR "/models"
 #define PROOF_MODEL "Lorenz"
@@ -31,14 +33,10 @@
 static int module_exec(struct dock_state *s, uint32_t timeout, const struct plm_request *r, const char *pre_step,
                        struct plm_result *proj, struct plm_err *err)
 {
-    struct plm_module_plan pl;
-    if (plm_module_plan_make(&pl, r, WORKER_PATH, MODELS_DIR, pre_step, err) < 0) {
-        plm_module_plan_done(&pl);
+    struct plm_module_plan pl cleanup_module_plan; /* plan_make leaves it releasable on every path */
+    if (plm_module_plan_make(&pl, r, WORKER_PATH, MODELS_DIR, pre_step, err) < 0)
         return -1;
-    }
-    int rc = dock_project_exec_in(s, DOCK_MODULE, timeout, &pl.project, proj, err);
-    plm_module_plan_done(&pl);
-    return rc;
+    return dock_project_exec_in(s, DOCK_MODULE, timeout, &pl.project, proj, err);
 }
 
 int dock_run_module(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,

@@ -197,16 +197,14 @@ static int check_daemon(struct dock_state *s, int64_t deadline, struct observed 
     dock_reply_done(&ping);
     if (st != 200)
         return plm_fail(err, 0, PLM_E_UNAVAILABLE, "dockerd on %s answered /_ping with HTTP %ld", s->eng.sock, st);
-    json_t *info;
+    json_t *info cleanup_json = NULL;
     if (dock_call_json(&s->eng, "GET", DOCK_API "/info", NULL, 200, budget(deadline, 5000), 1024 * 1024, &info, err) <
         0)
         return plm_err_wrap(err, "docker info");
     copy_json_str(o->docker_version, sizeof o->docker_version, json_object_get(info, "ServerVersion"));
     copy_json_str(o->cgroup_version, sizeof o->cgroup_version, json_object_get(info, "CgroupVersion"));
-    if (dock_posture_from_info(info, dock_peer_uid(s->eng.sock), &o->posture, err) < 0) {
-        json_decref(info);
+    if (dock_posture_from_info(info, dock_peer_uid(s->eng.sock), &o->posture, err) < 0)
         return -1;
-    }
     json_t *rt = json_object_get(json_object_get(info, "Runtimes"), s->runtime);
     const char *p = json_string_value(json_object_get(rt, "path"));
     int r = 0;
@@ -224,10 +222,9 @@ static int check_daemon(struct dock_state *s, int64_t deadline, struct observed 
     }
     if (p)
         snprintf(o->runtime_path, sizeof o->runtime_path, "%s", p);
-    json_decref(info);
     if (r)
         return r;
-    json_t *ver;
+    json_t *ver cleanup_json = NULL;
     if (dock_call_json(&s->eng, "GET", DOCK_API "/version", NULL, 200, budget(deadline, 5000), 256 * 1024, &ver, err) <
         0)
         return plm_err_wrap(err, "docker version");
@@ -239,7 +236,6 @@ static int check_daemon(struct dock_state *s, int64_t deadline, struct observed 
         if (name && !strcmp(name, "runc"))
             copy_json_str(o->runc_version, sizeof o->runc_version, json_object_get(c, "Version"));
     }
-    json_decref(ver);
     return 0;
 }
 

@@ -251,11 +251,23 @@ static void session_free(struct dock_state *s, struct plm_session *h)
     free(h);
 }
 
+/* The one owner of a session being started: session_free() at scope exit unless taken. */
+struct session_hold {
+    struct dock_state *s;
+    struct plm_session *h;
+};
+static void session_hold_release(struct session_hold *x)
+{
+    session_free(x->s, x->h);
+}
+#define cleanup_session_hold __attribute__((cleanup(session_hold_release)))
+
 /* Starts one session container and waits for its agent's ready frame. */
 static int session_start(struct dock_state *s, uint64_t disk_bytes, const char *const *langs, int64_t label,
                          struct plm_session **out, struct plm_err *err)
 {
-    struct plm_session *h = calloc(1, sizeof *h);
+    struct session_hold sh cleanup_session_hold = {.s = s, .h = calloc(1, sizeof *sh.h)};
+    struct plm_session *h = sh.h;
     if (!h)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory opening a session");
     h->st = s;
@@ -278,16 +290,11 @@ static int session_start(struct dock_state *s, uint64_t disk_bytes, const char *
     /* Every session container gets its grant directory when the provider proved grant sockets:
      * a mount cannot be added later, and a pool member may serve any session. */
     if (atomic_load(&s->grants_proven) && s->hs_base[0] &&
-        dock_sg_dir_make(s->hs_base, h->grant_dir, sizeof h->grant_dir, err) < 0) {
-        free(h);
+        dock_sg_dir_make(s->hs_base, h->grant_dir, sizeof h->grant_dir, err) < 0)
         return plm_err_wrap(err, "session grant directory");
-    }
     struct dock_grant_paths g = {.session_dir = h->grant_dir};
-    if (dock_box_start(s, DOCK_SESSION, cmd, n, h->grant_dir[0] ? &g : NULL, &l, label, &h->box, err) < 0) {
-        dock_sg_dir_remove(h->grant_dir);
-        free(h);
+    if (dock_box_start(s, DOCK_SESSION, cmd, n, h->grant_dir[0] ? &g : NULL, &l, label, &h->box, err) < 0)
         return plm_err_wrap(err, "session container");
-    }
     /* What the agent wrote after the marker while starting is the first of its stdout. */
     dock_bytes_add(&h->in, h->box->early_out.data, h->box->early_out.len);
     struct dock_sf_reply rep = {0};
@@ -298,13 +305,12 @@ static int session_start(struct dock_state *s, uint64_t disk_bytes, const char *
     h->agent_grants = ready && rep.grants; /* said before any guest code ran */
     dock_sf_reply_done(&rep);
     if (!ready) {
-        session_free(s, h);
         if (r < 0)
             return plm_err_wrap(err, "session agent");
         return plm_fail(err, 0, PLM_E_INTERNAL, "the session's agent did not report ready within %d s",
                         READY_MS / 1000);
     }
-    *out = h;
+    *out = take_ptr(&sh.h);
     return 0;
 }
 
@@ -470,7 +476,7 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
     if (dock_session_gate(s, ctx->floor, err) < 0 || chan_check_idle(h, ended, err) < 0 ||
         read_back(s, h, ended, err) < 0 || resume(h, ended, err) < 0)
         return -1;
-    uint8_t *frame = NULL;
+    uint8_t *frame cleanup_free = NULL;
     size_t len = 0;
     uint64_t id = h->next_id++;
     if (dock_sf_request(id, op, lang, code, files, n_files, ctx->timeout_ms, LIM_OUTPUT_MAX, g ? g->sock_in : NULL,
@@ -479,7 +485,6 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
     int64_t t0 = (int64_t)clock_mono_ms();
     bool sent = false;
     int r = chan_call(h, frame, len, id, t0 + ctx->timeout_ms + CALL_SLACK_MS, rep, &sent, ended, err);
-    free(frame);
     *ms = (int64_t)clock_mono_ms() - t0;
     if (r < 0) {
         if (!sent) /* not a byte of the call left: it did not run */
@@ -490,19 +495,17 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
         *ended = PLM_END_DISK_EXCEEDED; /* measured after the call; the call's own result stands */
         mark_dead(h, PLM_END_DISK_EXCEEDED, "the session's files exceeded SANDBOX_SESSION_DISK_MB");
     }
-    if (rep->status == DOCK_SF_FILES) {
-        int rr = plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
-                            "file %u of %zu could not be written (%s); the code did not run", rep->file + 1, n_files,
-                            rep->errno_name);
-        dock_sf_reply_done(rep);
-        return rr;
-    }
-    if (rep->status == DOCK_SF_NOINTERP) {
-        dock_sf_reply_done(rep);
-        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_ENVIRONMENT,
-                          "the session image cannot start a %s interpreter", lang ? lang : "node");
-    }
-    return 0;
+    if (rep->status != DOCK_SF_FILES && rep->status != DOCK_SF_NOINTERP)
+        return 0;
+    /* the agent refused before the code ran: the reply carries nothing for the caller */
+    int rr = rep->status == DOCK_SF_FILES
+                 ? plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
+                              "file %u of %zu could not be written (%s); the code did not run", rep->file + 1, n_files,
+                              rep->errno_name)
+                 : plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_ENVIRONMENT,
+                              "the session image cannot start a %s interpreter", lang ? lang : "node");
+    dock_sf_reply_done(rep);
+    return rr;
 }
 
 static int identity(struct dock_state *s, struct plm_result *out, struct plm_err *err)

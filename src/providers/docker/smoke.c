@@ -145,6 +145,13 @@ struct probe_io {
     struct dock_bytes out, err;
 };
 
+static void probe_io_done(struct probe_io *c)
+{
+    dock_bytes_done(&c->out);
+    dock_bytes_done(&c->err);
+}
+#define cleanup_probe_io __attribute__((cleanup(probe_io_done)))
+
 static void probe_sink(void *ctx, int stream, const uint8_t *p, size_t n)
 {
     struct probe_io *c = ctx;
@@ -221,8 +228,8 @@ static const char *const sentry_calls[] = {
     "perf_event_open", "keyctl",           "add_key",           "request_key",      "unshare",
     "setns",           "clone3",           "name_to_handle_at", "open_by_handle_at"};
 
-static int judge_probe(struct dock_state *s, const struct kvs *o, const struct host_cg *h, const struct dock_gvisor *gv,
-                       struct plm_evidence *ev, struct plm_err *err)
+/* The walls: root filesystem, network, sockets, identity, privileges. */
+static int judge_walls(struct dock_state *s, const struct kvs *o, struct plm_evidence *ev, struct plm_err *err)
 {
     const struct dock_lockdown *l = &s->lock;
     char u[64], want[128];
@@ -255,6 +262,13 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
     CARD(ev, "probe.privileges", s->runsc ? "no capabilities" : "no capabilities; no_new_privs set",
          nocaps && (s->runsc || !strcmp(kv(o, "nonewprivs"), "1")), "CapEff %s CapBnd %s NoNewPrivs %s",
          kv(o, "capeff"), kv(o, "capbnd"), kv(o, "nonewprivs"));
+    return 0;
+}
+
+/* Who answers the guest's syscalls: gVisor (runsc) or the host kernel behind seccomp (runc). */
+static int judge_kernel(struct dock_state *s, const struct kvs *o, const struct dock_gvisor *gv,
+                        struct plm_evidence *ev, struct plm_err *err)
+{
     char host_rel[128];
     ev_kernel_release(host_rel, sizeof host_rel);
     if (s->runsc) {
@@ -275,6 +289,15 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
              !strcmp(kv(o, "seccomp"), "2") && failed(kv(o, "syslog")), "Seccomp %s, syslog %s", kv(o, "seccomp"),
              kv(o, "syslog"));
     }
+    return 0;
+}
+
+/* The limits: rlimits, the host cgroup's pids, memory and CPU, the tmpfs sizes, the writable mounts. */
+static int judge_limits(struct dock_state *s, const struct kvs *o, const struct host_cg *h, struct plm_evidence *ev,
+                        struct plm_err *err)
+{
+    const struct dock_lockdown *l = &s->lock;
+    char want[128];
     CARD(ev, "probe.rlimits", "core 0:0, nofile 4096:4096",
          !strcmp(kv(o, "rlimit_core"), "0:0") && !strcmp(kv(o, "rlimit_nofile"), "4096:4096"), "core %s, nofile %s",
          kv(o, "rlimit_core"), kv(o, "rlimit_nofile"));
@@ -307,6 +330,13 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
     for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save), n++)
         w_ok = w_ok && (!strcmp(t, "/tmp") || !strcmp(t, "/dev/shm") || !strcmp(t, "/work"));
     CARD(ev, "probe.writable", "writable mounts exactly /tmp, /dev/shm, /work", w_ok && n == 3, "%s", w);
+    return 0;
+}
+
+/* Escape syscalls, each made by the probe with arguments that would succeed if allowed. */
+static int judge_escapes(struct dock_state *s, const struct kvs *o, struct plm_evidence *ev, struct plm_err *err)
+{
+    char want[128];
     /* Escape syscalls, made with arguments that would succeed if allowed. */
     char allowed[160] = "", sentry[160] = "";
     size_t n_fail = 0, n_host = 0;
@@ -341,13 +371,23 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
     return 0;
 }
 
+/* Every verdict on what the probe saw; each stage adds its card lines. */
+static int judge_probe(struct dock_state *s, const struct kvs *o, const struct host_cg *h, const struct dock_gvisor *gv,
+                       struct plm_evidence *ev, struct plm_err *err)
+{
+    if (judge_walls(s, o, ev, err) < 0 || judge_kernel(s, o, gv, ev, err) < 0 || judge_limits(s, o, h, ev, err) < 0 ||
+        judge_escapes(s, o, ev, err) < 0)
+        return -1;
+    return 0;
+}
+
 static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err)
 {
     static const char *const cmd[] = {DOCK_PROBE_PATH, "/tmp", "/dev/shm", "/work"};
     struct dock_box *b = NULL;
     if (dock_box_acquire(s, DOCK_PROJECT, cmd, 4, false, NULL, &b, err) < 0)
         return plm_err_wrap(err, "probe container");
-    struct probe_io c = {.out = {.max = 64 * 1024}, .err = {.max = 16 * 1024}};
+    struct probe_io c cleanup_probe_io = {.out = {.max = 64 * 1024}, .err = {.max = 16 * 1024}};
     dock_bytes_add(&c.out, b->early_out.data, b->early_out.len);
     struct dock_io io = {.close_in = true, .sink = probe_sink, .stop = probe_done, .ctx = &c};
     int r = dock_attach_pump(&b->at, &io, (int64_t)clock_mono_ms() + 15000, err);
@@ -355,7 +395,7 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
     memset(&h, 0, sizeof h);
     struct dock_gvisor gv;
     dock_gvisor_observe(0, "", &gv);
-    json_t *ins = NULL;
+    json_t *ins cleanup_json = NULL;
     if (r >= 0 && probe_done(&c) && dock_container_inspect(&s->eng, b->id, &ins, err) == 0) {
         json_t *pid = json_object_get(json_object_get(ins, "State"), "Pid");
         host_limits(json_is_integer(pid) ? (long)json_integer_value(pid) : 0, b->id, !strcmp(s->cgroup_version, "2"),
@@ -364,19 +404,13 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
         if (s->runsc) /* the probe still runs: its stubs show the platform */
             dock_gvisor_observe(json_is_integer(pid) ? (long)json_integer_value(pid) : 0, b->id, &gv);
     }
-    json_decref(ins);
     bool done = probe_done(&c);
     dock_box_release(s, b);
-    if (r < 0 || !done) {
-        dock_bytes_done(&c.out);
-        dock_bytes_done(&c.err);
+    if (r < 0 || !done)
         return r < 0 ? plm_err_wrap(err, "probe container")
                      : plm_fail(err, 0, PLM_E_INTERNAL, "the probe did not finish within 15 s");
-    }
     static struct kvs o; /* startup only, one caller */
     kv_parse(c.out.data, c.out.len, &o);
-    dock_bytes_done(&c.out);
-    dock_bytes_done(&c.err);
     return judge_probe(s, &o, &h, &gv, ev, err);
 }
 

@@ -39,6 +39,13 @@ static void snip_sink(void *ctx, int stream, const uint8_t *p, size_t n)
     dock_endline_feed(&c->s[stream == DOCK_STDERR], c->end, p, n);
 }
 
+static void snip_io_done(struct snip_io *c)
+{
+    dock_bytes_done(&c->s[0].keep);
+    dock_bytes_done(&c->s[1].keep);
+}
+#define cleanup_snip_io __attribute__((cleanup(snip_io_done)))
+
 static bool snip_done(void *ctx)
 {
     struct snip_io *c = ctx;
@@ -80,7 +87,7 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
     struct dock_box *b = NULL;
     if (dock_box_acquire(s, DOCK_SNIPPET, NULL, 0, true, g, &b, err) < 0)
         return plm_err_wrap(err, "snippet");
-    struct snip_io c = {.end = b->end};
+    struct snip_io c cleanup_snip_io = {.end = b->end};
     c.s[0].keep.max = c.s[1].keep.max = LIM_OUTPUT_MAX;
     /* Output that came after the marker while the container started belongs to the run. */
     snip_sink(&c, DOCK_STDOUT, b->early_out.data, b->early_out.len);
@@ -108,11 +115,8 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
     dock_box_release(s, b);
     dock_endline_flush(&c.s[0]);
     dock_endline_flush(&c.s[1]);
-    if (r < 0) {
-        dock_bytes_done(&c.s[0].keep);
-        dock_bytes_done(&c.s[1].keep);
+    if (r < 0)
         return plm_err_wrap(err, "snippet: the container's stream failed");
-    }
     switch (dock_snippet_classify(true, deadline_passed, have_exit)) {
     case DOCK_SNIP_TIMED_OUT:
         out->js.timed_out = true;
@@ -122,8 +126,6 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
     case DOCK_SNIP_NOT_STARTED:
     case DOCK_SNIP_NO_MARKER:
     case DOCK_SNIP_LOST:
-        dock_bytes_done(&c.s[0].keep);
-        dock_bytes_done(&c.s[1].keep);
         if (ended)
             return plm_fail(err, 0, PLM_E_UNAVAILABLE,
                             "snippet: the end line carried no exit status (forged by the guest?)");
