@@ -532,6 +532,31 @@ static int report_error(const char *msg)
     return r;
 }
 
+/* Reads the plan that follows the key on stdin to its end, then points stdin at /dev/null so that
+ * no step inherits the key's channel. NULL, or why the plan could not be read. */
+static const char *read_plan(struct buf *plan_buf)
+{
+    for (;;) {
+        if (buf_reserve(plan_buf, 65536) < 0 && buf_reserve(plan_buf, 1) < 0)
+            return "the plan exceeds its size limit";
+        size_t room = plan_buf->cap - plan_buf->len;
+        ssize_t r = read(0, plan_buf->p + plan_buf->len, room);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return "could not read the plan";
+        if (r == 0)
+            break;
+        plan_buf->len += (size_t)r;
+    }
+    int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        close(nul);
+    }
+    return NULL;
+}
+
 int main(void)
 {
     /* Before anything else: a same-uid step must not reach our memory or descriptors. */
@@ -549,24 +574,9 @@ int main(void)
         return 2;
     }
     struct buf plan_buf = {.max = RW_PLAN_MAX};
-    for (;;) {
-        if (buf_reserve(&plan_buf, 65536) < 0 && buf_reserve(&plan_buf, 1) < 0)
-            return report_error("the plan exceeds its size limit") < 0 ? 4 : 0;
-        size_t room = plan_buf.cap - plan_buf.len;
-        ssize_t r = read(0, plan_buf.p + plan_buf.len, room);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return report_error("could not read the plan") < 0 ? 4 : 0;
-        if (r == 0)
-            break;
-        plan_buf.len += (size_t)r;
-    }
-    int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (nul >= 0) {
-        dup2(nul, 0);
-        close(nul);
-    }
+    const char *why = read_plan(&plan_buf);
+    if (why)
+        return report_error(why) < 0 ? 4 : 0;
     struct plan pl = {0};
     if (plan_decode(plan_buf.p, plan_buf.len, &pl) < 0)
         return report_error("could not decode the plan") < 0 ? 4 : 0;
