@@ -104,14 +104,14 @@ static void first_line(const char *key, const char *const *paths)
     for (; *paths; paths++) {
         FILE *f = fopen(*paths, "r");
         char line[128];
-        if (f && fgets(line, sizeof line, f)) {
-            line[strcspn(line, "\n")] = 0;
+        int got = f && fgets(line, sizeof line, f);
+        if (f)
             fclose(f);
+        if (got) {
+            line[strcspn(line, "\n")] = 0;
             out(key, line);
             return;
         }
-        if (f)
-            fclose(f);
     }
     out(key, "unavailable");
 }

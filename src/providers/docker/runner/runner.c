@@ -158,13 +158,10 @@ static int open_parent(int root, const char *path, int create, const char **base
         size_t len = (size_t)(e - s);
         memcpy(seg, s, len);
         seg[len] = 0;
-        if (create && mkdirat(dir, seg, 0755) < 0 && errno != EEXIST) {
-            int saved = errno;
-            close(dir);
-            errno = saved;
-            return -1;
-        }
-        int next = openat(dir, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* a failed mkdirat leaves next at -1 with its errno: one close of dir either way */
+        int next = create && mkdirat(dir, seg, 0755) < 0 && errno != EEXIST
+                       ? -1
+                       : openat(dir, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int saved = errno;
         close(dir);
         if (next < 0) {
