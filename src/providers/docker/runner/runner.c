@@ -441,6 +441,25 @@ struct artifact {
 
 /* Regular files under /work only, opened component by component with O_NOFOLLOW; a missing,
  * linked or special file is skipped silently; capture stops at the first file past the budget. */
+/* A regular file's bytes, if they fit in room: 0 read, 1 over the budget, -1 not a readable
+ * regular file (skipped). Closes nothing: fd stays the caller's. */
+static int read_artifact(int fd, size_t room, uint8_t **data, size_t *size)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0)
+        return -1;
+    *size = (size_t)st.st_size;
+    if (*size > room)
+        return 1;
+    *data = malloc(*size ? *size : 1);
+    if (!*data || (*size && read_exact(fd, *data, *size) < 0)) {
+        free(*data);
+        *data = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static size_t collect_artifacts(int root, const struct plan *pl, struct artifact *out, int *truncated)
 {
     size_t n = 0, total = 0;
@@ -456,24 +475,16 @@ static size_t collect_artifacts(int root, const struct plan *pl, struct artifact
         close(dir);
         if (fd < 0)
             continue;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
-            close(fd);
-            continue;
-        }
-        size_t size = (size_t)st.st_size;
-        if (size > RW_ARTIFACT_TOTAL_MAX - total) {
-            close(fd);
+        uint8_t *data = NULL;
+        size_t size = 0;
+        int r = read_artifact(fd, RW_ARTIFACT_TOTAL_MAX - total, &data, &size);
+        close(fd);
+        if (r > 0) {
             *truncated = 1;
             break;
         }
-        uint8_t *data = malloc(size ? size : 1);
-        if (!data || (size && read_exact(fd, data, size) < 0)) {
-            free(data);
-            close(fd);
+        if (r < 0)
             continue;
-        }
-        close(fd);
         total += size;
         out[n++] = (struct artifact){path, data, size};
     }
