@@ -1,11 +1,9 @@
-/* docker.c: the docker provider's ops table, its constructor and destructor, Describe, the tier,
- * and the gate every run passes before anything is launched.
+/* docker.c: the docker provider's ops table, its constructor and destructor, and Describe. It
+ * only calls down: the tier and the entry gate live in state.c, the runs in their own files.
  * Owns: struct dock_state (internal.h) and its lifetime.
  * Trusts: struct dock_config only after the rules of lockdown.c and preflight.c accepted it.
- * Invariant: the constructor talks to no daemon and starts no container; the tier is kernel only
- * under runsc, after smoke_test proved it and while the last preflight still verified the
- * runtime; every run re-validates its request and re-checks the floor against that tier before
- * it launches anything, and is refused (reason environment) once an image tag was re-pointed. */
+ * Invariant: the constructor talks to no daemon and starts no container; every run passes
+ * state.c's gate (core's plm_provider_gate) before it launches anything. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,45 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../core/validate.h"
 #include "internal.h"
 
 #define SECCOMP_FILE_MAX (256u * 1024)
-
-enum plm_tier dock_tier(struct dock_state *s)
-{
-    if (s->runsc && atomic_load(&s->proven) && atomic_load(&s->runtime_verified))
-        return PLM_TIER_KERNEL;
-    return PLM_TIER_CONTAINER;
-}
-
-int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
-                  struct plm_err *err)
-{
-    if (plm_validate_payload(req, err) < 0)
-        return -1;
-    if (tier_check_floor(dock_tier(s), ctx->floor, err) < 0)
-        return -1;
-    /* Grants reach a container only through the per-run socket (hostsock.h), and only once the
-     * startup proof saw a container reach a mounted socket; otherwise a granted run must not
-     * start as if it were isolated. */
-    if (ctx->host_api && (!atomic_load(&s->grants_proven) || !ctx->host_api->call))
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                           "the docker provider did not prove its host-API socket at startup; nothing ran");
-    if (atomic_load(&s->repointed))
-        return plm_err_set(err, 0, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
-                           "an image tag now points at an image this daemon did not prove at startup; nothing ran");
-    if (!atomic_load(&s->proven))
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the docker provider has not been proven yet");
-    return 0;
-}
-
-int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_result *out)
-{
-    char env[96];
-    snprintf(env, sizeof env, "docker-image:%s", s->id[k]);
-    return plm_result_stamp(out, "docker", dock_tier(s), env, s->software_identity[k]);
-}
 
 static struct dock_state *st(struct plm_provider *p)
 {
@@ -193,22 +155,17 @@ static const struct plm_provider_ops docker_session_ops = {
 
 static int read_profile(const char *path, char **out, size_t *len, struct plm_err *err)
 {
-    FILE *f = fopen(path, "re");
+    FILE *f cleanup_fclose = fopen(path, "re");
     if (!f)
-        return plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "SANDBOX_DOCKER_SECCOMP: open \"%s\": %s", path,
-                           strerror(errno));
-    char *buf = malloc(SECCOMP_FILE_MAX + 1);
+        return plm_fail(err, errno, PLM_E_INVALID, "SANDBOX_DOCKER_SECCOMP: open \"%s\": %s", path, strerror(errno));
+    char *buf cleanup_free = malloc(SECCOMP_FILE_MAX + 1);
     size_t n = buf ? fread(buf, 1, SECCOMP_FILE_MAX + 1, f) : 0;
-    bool bad = ferror(f);
-    fclose(f);
-    if (!buf || bad || n > SECCOMP_FILE_MAX) {
-        free(buf);
-        return plm_err_set(err, EMSGSIZE, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_DOCKER_SECCOMP: \"%s\" is unreadable or larger than %u bytes", path,
-                           SECCOMP_FILE_MAX);
+    if (!buf || ferror(f) || n > SECCOMP_FILE_MAX) {
+        return plm_fail(err, EMSGSIZE, PLM_E_INVALID,
+                        "SANDBOX_DOCKER_SECCOMP: \"%s\" is unreadable or larger than %u bytes", path, SECCOMP_FILE_MAX);
     }
     buf[n] = 0;
-    *out = buf;
+    *out = take_ptr(&buf);
     *len = n;
     return 0;
 }
@@ -220,14 +177,14 @@ static int setup_seccomp(struct dock_state *s, const char *path, struct plm_err 
     if (!path || !*path) {
         s->seccomp = malloc(dock_seccomp_shipped_len + 1);
         if (!s->seccomp)
-            return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+            return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         memcpy(s->seccomp, dock_seccomp_shipped, dock_seccomp_shipped_len);
         s->seccomp[dock_seccomp_shipped_len] = 0;
         len = dock_seccomp_shipped_len;
         source = "seccomp.json (built in)";
     } else if (!strcmp(path, "unconfined")) {
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_DOCKER_SECCOMP=unconfined would drop a wall of the container tier; refused");
+        return plm_fail(err, 0, PLM_E_INVALID,
+                        "SANDBOX_DOCKER_SECCOMP=unconfined would drop a wall of the container tier; refused");
     } else {
         if (read_profile(path, &s->seccomp, &len, err) < 0)
             return -1;
@@ -243,10 +200,9 @@ static int setup_seccomp(struct dock_state *s, const char *path, struct plm_err 
     return 0;
 }
 
-static int configure(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
+/* The image references, each by its variable's rules, and the pinning rule over all of them. */
+static int configure_images(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
 {
-    if (dock_parse_host(c->docker_host, s->eng.sock, err) < 0)
-        return -1;
     if (dock_ref_check("SANDBOX_DOCKER_IMAGE", c->image, err) < 0 ||
         dock_ref_check("SANDBOX_DOCKER_PROJECT_IMAGE", c->project_image, err) < 0)
         return -1;
@@ -265,13 +221,19 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
     s->require_pinned = c->require_pinned;
     for (int k = 0; k < DOCK_KINDS && s->require_pinned; k++)
         if (s->ref[k][0] && !dock_ref_pinned(s->ref[k]))
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                               "%s=%s is not pinned: SANDBOX_REQUIRE_PINNED_IMAGES wants name@sha256:<64 hex>",
-                               k == DOCK_SESSION  ? "SANDBOX_DOCKER_SESSION_IMAGE"
-                               : k == DOCK_MODULE ? "SANDBOX_DOCKER_MODULE_IMAGE"
-                               : k                ? "SANDBOX_DOCKER_PROJECT_IMAGE"
-                                                 : "SANDBOX_DOCKER_IMAGE",
-                               s->ref[k]);
+            return plm_fail(err, 0, PLM_E_INVALID,
+                            "%s=%s is not pinned: SANDBOX_REQUIRE_PINNED_IMAGES wants name@sha256:<64 hex>",
+                            k == DOCK_SESSION  ? "SANDBOX_DOCKER_SESSION_IMAGE"
+                            : k == DOCK_MODULE ? "SANDBOX_DOCKER_MODULE_IMAGE"
+                            : k                ? "SANDBOX_DOCKER_PROJECT_IMAGE"
+                                               : "SANDBOX_DOCKER_IMAGE",
+                            s->ref[k]);
+    return 0;
+}
+
+/* SANDBOX_DOCKER_RUNTIME: a runtime name, and whether it is gVisor's. */
+static int configure_runtime(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
+{
     const char *rt = c->runtime && *c->runtime ? c->runtime : "runc";
     size_t n = strlen(rt);
     bool ok = n < sizeof s->runtime;
@@ -279,14 +241,19 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
         ok = (rt[i] >= 'a' && rt[i] <= 'z') || (rt[i] >= '0' && rt[i] <= '9') || rt[i] == '-' || rt[i] == '_' ||
              (i && rt[i] == '.');
     if (!ok)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_DOCKER_RUNTIME=\"%s\": expected a runtime name such as runsc", rt);
+        return plm_fail(err, 0, PLM_E_INVALID, "SANDBOX_DOCKER_RUNTIME=\"%s\": expected a runtime name such as runsc",
+                        rt);
     snprintf(s->runtime, sizeof s->runtime, "%s", rt);
     /* gVisor: `runsc`, or another registration of it named runsc-<suffix> (docker-setup.sh keeps
      * the distribution's older one as runsc-bookworm for the before/after bench). Either way the
      * path's basename must be runsc (preflight) and the probe must see gVisor answer. */
     s->runsc = !strcmp(rt, "runsc") || !strncmp(rt, "runsc-", 6);
+    return 0;
+}
 
+/* The lockdown every container gets: memory, pids, CPUs, disk, the guest uid, the seccomp profile. */
+static int configure_lockdown(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
+{
     struct dock_lockdown *l = &s->lock;
     l->memory_mb = c->memory_mb ? c->memory_mb : 256;
     l->pids = c->pids ? c->pids : 256;
@@ -294,10 +261,10 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
     l->tmp_mb = l->shm_mb = 16;
     l->runtime = s->runtime;
     if (l->memory_mb < 32)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_MEMORY_MB=%u: the docker provider needs at least 32", l->memory_mb);
+        return plm_fail(err, 0, PLM_E_INVALID, "SANDBOX_MEMORY_MB=%u: the docker provider needs at least 32",
+                        l->memory_mb);
     if (l->cpus < 0.01 || l->cpus > 1024)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "SANDBOX_CPUS=%g: expected 0.01 to 1024", l->cpus);
+        return plm_fail(err, 0, PLM_E_INVALID, "SANDBOX_CPUS=%g: expected 0.01 to 1024", l->cpus);
     if (dock_disk_budget(c->disk_mb, l->tmp_mb, l->shm_mb, &l->work_mb, err) < 0)
         return -1;
     if (dock_guest_uid(c->guest_uid, "/etc/passwd", "/etc/group", &l->uid, err) < 0)
@@ -307,12 +274,20 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
     l->seccomp = s->runsc ? NULL : s->seccomp; /* (spec) under runc only */
     if (s->runsc)
         s->seccomp_sha256[0] = 0; /* the card says no profile is sent */
+    return 0;
+}
+
+static int configure(struct dock_state *s, const struct dock_config *c, struct plm_err *err)
+{
+    if (dock_parse_host(c->docker_host, s->eng.sock, err) < 0 || configure_images(s, c, err) < 0 ||
+        configure_runtime(s, c, err) < 0 || configure_lockdown(s, c, err) < 0)
+        return -1;
 
     if (c->grant_dir && *c->grant_dir) {
         if (c->grant_dir[0] != '/' || strlen(c->grant_dir) >= sizeof s->grant_dir)
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                               "grant socket directory \"%s\": expected an absolute path under %zu bytes", c->grant_dir,
-                               sizeof s->grant_dir);
+            return plm_fail(err, 0, PLM_E_INVALID,
+                            "grant socket directory \"%s\": expected an absolute path under %zu bytes", c->grant_dir,
+                            sizeof s->grant_dir);
         snprintf(s->grant_dir, sizeof s->grant_dir, "%s", c->grant_dir);
     }
     s->spool_target = c->session_pool < DOCK_SPOOL_MAX ? c->session_pool : DOCK_SPOOL_MAX;
@@ -324,21 +299,18 @@ static int configure(struct dock_state *s, const struct dock_config *c, struct p
             s->warm[k] = DOCK_POOL_MAX;
     uint8_t rnd[8];
     if (dock_random(rnd, sizeof rnd) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "getrandom failed");
     dock_hex(rnd, sizeof rnd, s->instance);
     return 0;
 }
 
-struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm_err *err)
+/* A state with its locks and condition variables made, and libcurl initialised: from here on
+ * state_free() is its one release path. NULL when out of memory. */
+static struct dock_state *state_new(void)
 {
     struct dock_state *s = calloc(1, sizeof *s);
-    struct plm_provider *p = calloc(1, sizeof *p);
-    if (!s || !p) {
-        free(s);
-        free(p);
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+    if (!s)
         return NULL;
-    }
     /* curl_global_init is not thread-safe on every libcurl: the constructor runs before any
      * thread of ours does. */
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -355,13 +327,23 @@ struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm
     pthread_mutex_init(&s->spool_mu, NULL);
     pthread_cond_init(&s->spool_cv, &ca);
     pthread_condattr_destroy(&ca);
+    return s;
+}
+DEFINE_CLEANUP(struct dock_state, state_free)
+
+struct plm_provider *dock_provider_new(const struct dock_config *cfg, struct plm_err *err)
+{
+    struct plm_provider *p cleanup_free = calloc(1, sizeof *p);
+    struct dock_state *s cleanup_(state_free) = p ? state_new() : NULL;
+    if (!s) {
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+        return NULL;
+    }
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "docker provider");
-        state_free(s);
-        free(p);
         return NULL;
     }
     p->ops = s->ref[DOCK_SESSION][0] ? &docker_session_ops : &docker_ops;
-    p->state = s;
-    return p;
+    p->state = take_ptr(&s);
+    return take_ptr(&p);
 }

@@ -94,13 +94,13 @@ int dock_call(const struct dock_engine *e, const char *method, const char *path,
               size_t reply_max, struct dock_reply *out, struct plm_err *err)
 {
     memset(out, 0, sizeof *out);
-    CURL *c = handle(e, timeout_ms);
+    CURL *c cleanup_curl = handle(e, timeout_ms);
     if (!c)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "curl_easy_init failed");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "curl_easy_init failed");
     char url[1200];
     snprintf(url, sizeof url, "http://docker%s", path);
     struct sink s = {.b = {.max = reply_max}};
-    struct curl_slist *hdrs = NULL;
+    struct curl_slist *hdrs cleanup_slist = NULL;
     hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Expect:");
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -117,23 +117,20 @@ int dock_call(const struct dock_engine *e, const char *method, const char *path,
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
     CURLcode cr = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(c);
     out->len = s.b.len;
     out->body = plm_buf_take(&s.b, NULL); /* NULL when nothing came (or after a failure) */
     if (!out->body)
         out->len = 0;
-    if (s.over) {
-        dock_reply_done(out);
-        return plm_err_set(err, EMSGSIZE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "%s %s: dockerd's reply exceeds %zu bytes",
-                           method, path, reply_max);
-    }
+    if (s.over || cr != CURLE_OK)
+        dock_reply_done(out); /* a failed call hands back no body */
+    if (s.over)
+        return plm_fail(err, EMSGSIZE, PLM_E_INTERNAL, "%s %s: dockerd's reply exceeds %zu bytes", method, path,
+                        reply_max);
     if (cr != CURLE_OK) {
-        dock_reply_done(out);
         bool down = cr == CURLE_COULDNT_CONNECT || cr == CURLE_OPERATION_TIMEDOUT || cr == CURLE_GOT_NOTHING ||
                     cr == CURLE_RECV_ERROR || cr == CURLE_SEND_ERROR;
-        return plm_err_set(err, 0, down ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "dockerd on %s: %s %s: %s", e->sock, method, path, curl_easy_strerror(cr));
+        return plm_fail(err, 0, down ? PLM_E_UNAVAILABLE : PLM_E_INTERNAL, "dockerd on %s: %s %s: %s", e->sock, method,
+                        path, curl_easy_strerror(cr));
     }
     return 0;
 }
@@ -155,26 +152,20 @@ int dock_call_json(const struct dock_engine *e, const char *method, const char *
                    long timeout_ms, size_t reply_max, json_t **out, struct plm_err *err)
 {
     *out = NULL;
-    struct dock_reply r;
+    struct dock_reply r cleanup_reply = {0};
     if (dock_call(e, method, path, json_body, timeout_ms, reply_max, &r, err) < 0)
         return -1;
     if (r.status != want) {
         char msg[220];
         docker_message(&r, msg, sizeof msg);
-        long st = r.status;
-        dock_reply_done(&r);
-        return plm_err_set(err, 0, st == 404 ? PLM_E_ENVIRONMENT : PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "%s %s: HTTP %ld%s%s", method, path, st, *msg ? ": " : "", msg);
+        return plm_fail(err, 0, r.status == 404 ? PLM_E_ENVIRONMENT : PLM_E_INTERNAL, "%s %s: HTTP %ld%s%s", method,
+                        path, r.status, *msg ? ": " : "", msg);
     }
     json_error_t je;
-    json_t *j = r.body ? json_loadb(r.body, r.len, JSON_REJECT_DUPLICATES, &je) : NULL;
-    dock_reply_done(&r);
-    if (!j || (!json_is_object(j) && !json_is_array(j))) {
-        json_decref(j);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "%s %s: dockerd's reply is not a JSON document",
-                           method, path);
-    }
-    *out = j;
+    json_t *j cleanup_json = r.body ? json_loadb(r.body, r.len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (!j || (!json_is_object(j) && !json_is_array(j)))
+        return plm_fail(err, 0, PLM_E_INTERNAL, "%s %s: dockerd's reply is not a JSON document", method, path);
+    *out = take_ptr(&j);
     return 0;
 }
 
@@ -187,27 +178,26 @@ static int send_all(struct dock_attach *a, const char *p, size_t n, int64_t dead
         CURLcode cr = curl_easy_send(a->curl, p, n, &sent);
         if (cr == CURLE_AGAIN) {
             struct pollfd pf = {a->fd, POLLOUT, 0};
-            int64_t left = deadline - dock_mono_ms();
+            int64_t left = deadline - (int64_t)clock_mono_ms();
             if (left <= 0 || poll(&pf, 1, (int)left) == 0)
-                return plm_err_set(err, ETIMEDOUT, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                                   "attach: dockerd is not reading");
+                return plm_fail(err, ETIMEDOUT, PLM_E_UNAVAILABLE, "attach: dockerd is not reading");
             continue;
         }
         if (cr != CURLE_OK)
-            return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "attach: %s", curl_easy_strerror(cr));
+            return plm_fail(err, 0, PLM_E_UNAVAILABLE, "attach: %s", curl_easy_strerror(cr));
         p += sent, n -= sent;
     }
     return 0;
 }
 
-int dock_attach_open(const struct dock_engine *e, const char *id, struct dock_attach *a, struct plm_err *err)
+/* Connects and upgrades; on failure a may hold a handle that the caller (dock_attach_open)
+ * closes, once. */
+static int attach_handshake(const struct dock_engine *e, const char *id, struct dock_attach *a, struct plm_err *err)
 {
-    memset(a, 0, sizeof *a);
-    a->fd = -1;
-    int64_t deadline = dock_mono_ms() + 10000;
+    int64_t deadline = (int64_t)clock_mono_ms() + 10000;
     a->curl = handle(e, 10000);
     if (!a->curl)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "curl_easy_init failed");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "curl_easy_init failed");
     /* CONNECT_ONLY: libcurl connects to the socket and hands it over; the upgraded (hijacked)
      * stream is then spoken directly, which libcurl's HTTP layer cannot do. */
     curl_easy_setopt(a->curl, CURLOPT_URL, "http://docker/");
@@ -216,47 +206,34 @@ int dock_attach_open(const struct dock_engine *e, const char *id, struct dock_at
     curl_socket_t fd = CURL_SOCKET_BAD;
     if (cr == CURLE_OK)
         cr = curl_easy_getinfo(a->curl, CURLINFO_ACTIVESOCKET, &fd);
-    if (cr != CURLE_OK || fd == CURL_SOCKET_BAD) {
-        int r = plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "dockerd on %s: attach: %s", e->sock,
-                            curl_easy_strerror(cr));
-        dock_attach_close(a);
-        return r;
-    }
+    if (cr != CURLE_OK || fd == CURL_SOCKET_BAD)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "dockerd on %s: attach: %s", e->sock, curl_easy_strerror(cr));
     a->fd = fd;
     char req[512];
     int n = snprintf(req, sizeof req,
                      "POST " DOCK_API "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
                      "Host: docker\r\nContent-Type: text/plain\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
                      id);
-    if (send_all(a, req, (size_t)n, deadline, err) < 0) {
-        dock_attach_close(a);
+    if (send_all(a, req, (size_t)n, deadline, err) < 0)
         return -1;
-    }
     /* The reply header, capped; what follows it already belongs to the stream. */
     char hdr[8192];
     size_t have = 0;
     char *end = NULL;
     while (!end) {
-        if (have == sizeof hdr - 1) {
-            dock_attach_close(a);
-            return plm_err_set(err, EMSGSIZE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "attach: reply header too long");
-        }
+        if (have == sizeof hdr - 1)
+            return plm_fail(err, EMSGSIZE, PLM_E_INTERNAL, "attach: reply header too long");
         size_t got = 0;
         cr = curl_easy_recv(a->curl, hdr + have, sizeof hdr - 1 - have, &got);
         if (cr == CURLE_AGAIN) {
             struct pollfd pf = {a->fd, POLLIN, 0};
-            int64_t left = deadline - dock_mono_ms();
-            if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
-                dock_attach_close(a);
-                return plm_err_set(err, ETIMEDOUT, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                                   "attach: no reply from dockerd");
-            }
+            int64_t left = deadline - (int64_t)clock_mono_ms();
+            if (left <= 0 || poll(&pf, 1, (int)left) == 0)
+                return plm_fail(err, ETIMEDOUT, PLM_E_UNAVAILABLE, "attach: no reply from dockerd");
             continue;
         }
-        if (cr != CURLE_OK || got == 0) {
-            dock_attach_close(a);
-            return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "attach: connection closed by dockerd");
-        }
+        if (cr != CURLE_OK || got == 0)
+            return plm_fail(err, 0, PLM_E_UNAVAILABLE, "attach: connection closed by dockerd");
         have += got;
         hdr[have] = 0;
         end = strstr(hdr, "\r\n\r\n");
@@ -267,12 +244,22 @@ int dock_attach_open(const struct dock_engine *e, const char *id, struct dock_at
         for (char *p = line; *p; p++)
             if (*p < 0x20 || *p >= 0x7f)
                 *p = '?';
-        dock_attach_close(a);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "attach %s: %s", id, line);
+        return plm_fail(err, 0, PLM_E_INTERNAL, "attach %s: %s", id, line);
     }
     size_t used = (size_t)(end + 4 - hdr);
     a->pend_len = have - used;
     memcpy(a->pend, hdr + used, a->pend_len);
+    return 0;
+}
+
+int dock_attach_open(const struct dock_engine *e, const char *id, struct dock_attach *a, struct plm_err *err)
+{
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    if (attach_handshake(e, id, a, err) < 0) {
+        dock_attach_close(a);
+        return -1;
+    }
     return 0;
 }
 
@@ -283,7 +270,7 @@ int dock_attach_pump(struct dock_attach *a, struct dock_io *io, int64_t deadline
         size_t n = a->pend_len;
         a->pend_len = 0;
         if (dock_mux_feed(&a->mux, a->pend, n, io->sink, io->ctx) < 0)
-            return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "malformed attach stream from dockerd");
+            return plm_fail(err, EPROTO, PLM_E_INTERNAL, "malformed attach stream from dockerd");
     }
     for (;;) {
         if (a->eof)
@@ -297,13 +284,13 @@ int dock_attach_pump(struct dock_attach *a, struct dock_io *io, int64_t deadline
             a->in_closed = true;
             want_out = false;
         }
-        int64_t left = deadline_ms - dock_mono_ms();
+        int64_t left = deadline_ms - (int64_t)clock_mono_ms();
         if (left <= 0)
             return 0;
         struct pollfd pf = {a->fd, (short)(POLLIN | (want_out ? POLLOUT : 0)), 0};
         int pr = poll(&pf, 1, left > 1000 ? 1000 : (int)left);
         if (pr < 0 && errno != EINTR)
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "attach: poll: %s", strerror(errno));
+            return plm_fail(err, errno, PLM_E_INTERNAL, "attach: poll: %s", strerror(errno));
         if (pr <= 0)
             continue;
         if (want_out && (pf.revents & POLLOUT)) {
@@ -321,17 +308,15 @@ int dock_attach_pump(struct dock_attach *a, struct dock_io *io, int64_t deadline
             if (cr == CURLE_AGAIN)
                 continue;
             if (cr != CURLE_OK)
-                return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "attach: %s", curl_easy_strerror(cr));
+                return plm_fail(err, 0, PLM_E_UNAVAILABLE, "attach: %s", curl_easy_strerror(cr));
             if (got == 0) {
                 a->eof = true;
                 if (!dock_mux_idle(&a->mux))
-                    return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                                       "attach stream from dockerd ended inside a frame");
+                    return plm_fail(err, EPROTO, PLM_E_INTERNAL, "attach stream from dockerd ended inside a frame");
                 return 1;
             }
             if (dock_mux_feed(&a->mux, buf, got, io->sink, io->ctx) < 0)
-                return plm_err_set(err, EPROTO, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                                   "malformed attach stream from dockerd");
+                return plm_fail(err, EPROTO, PLM_E_INTERNAL, "malformed attach stream from dockerd");
         }
     }
 }
@@ -356,23 +341,18 @@ void dock_attach_close(struct dock_attach *a)
 
 int dock_container_create(const struct dock_engine *e, const char *name, json_t *spec, char id[65], struct plm_err *err)
 {
-    char *body = json_dumps(spec, JSON_COMPACT);
+    char *body cleanup_free = json_dumps(spec, JSON_COMPACT);
     if (!body)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory encoding the container spec");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory encoding the container spec");
     char path[160];
     snprintf(path, sizeof path, DOCK_API "/containers/create?name=%s", name);
-    json_t *j;
-    int r = dock_call_json(e, "POST", path, body, 201, 30000, 64 * 1024, &j, err);
-    free(body);
-    if (r < 0)
+    json_t *j cleanup_json = NULL;
+    if (dock_call_json(e, "POST", path, body, 201, 30000, 64 * 1024, &j, err) < 0)
         return plm_err_wrap(err, "create container");
     const char *v = json_string_value(json_object_get(j, "Id"));
-    if (!v || !dock_id_ok(v)) {
-        json_decref(j);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "create container: dockerd returned no valid Id");
-    }
+    if (!v || !dock_id_ok(v))
+        return plm_fail(err, 0, PLM_E_INTERNAL, "create container: dockerd returned no valid Id");
     memcpy(id, v, 65);
-    json_decref(j);
     return 0;
 }
 
@@ -388,7 +368,7 @@ int dock_container_start(const struct dock_engine *e, const char *id, struct plm
     docker_message(&r, msg, sizeof msg);
     dock_reply_done(&r);
     if (st != 204 && st != 304)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start container: HTTP %ld: %s", st, msg);
+        return plm_fail(err, 0, PLM_E_INTERNAL, "start container: HTTP %ld: %s", st, msg);
     return 0;
 }
 
@@ -404,8 +384,7 @@ int dock_container_wait(const struct dock_engine *e, const char *id, long timeou
     json_t *we = json_object_get(j, "Error");
     int r = 0;
     if (!json_is_integer(sc) || (we && !json_is_null(we)))
-        r = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                        "wait for container: dockerd reported no exit status");
+        r = plm_fail(err, 0, PLM_E_INTERNAL, "wait for container: dockerd reported no exit status");
     else
         *code = json_integer_value(sc);
     json_decref(j);
@@ -426,7 +405,7 @@ int dock_container_remove(const struct dock_engine *e, const char *id, int attem
         dock_reply_done(&r);
         if (st == 204 || st == 404)
             return 0;
-        plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "remove container %.12s: HTTP %ld", id, st);
+        plm_fail(err, 0, PLM_E_INTERNAL, "remove container %.12s: HTTP %ld", id, st);
     }
     return -1;
 }

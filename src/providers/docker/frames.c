@@ -375,27 +375,32 @@ static int decode_artifacts(struct rw_reader *r, const char *const *artifacts, s
     return 0;
 }
 
-int dock_report_decode(const uint8_t *body, size_t len, const char *const *steps, size_t n_steps,
-                       const char *const *artifacts, size_t n_artifacts, struct plm_project_result *pr, char **error)
+/* The body's fields into pr and *error; on -1 they may hold a part, which the caller releases. */
+static int report_fields(const uint8_t *body, size_t len, const char *const *steps, size_t n_steps,
+                         const char *const *artifacts, size_t n_artifacts, struct plm_project_result *pr, char **error)
 {
-    memset(pr, 0, sizeof *pr);
-    *error = NULL;
     struct rw_reader r;
     rw_reader_init(&r, body, len);
     uint32_t el;
     const uint8_t *etext = NULL;
     if (!rw_magic(&r, RW_REPORT_MAGIC) || !(etext = rw_field(&r, RW_ERROR_MAX, &el)))
-        goto bad;
+        return -1;
     if (decode_steps(&r, steps, n_steps, pr) < 0 || decode_artifacts(&r, artifacts, n_artifacts, pr) < 0 ||
         !rw_done(&r))
-        goto bad;
-    if (el) {
-        /* An error report carries neither steps nor artifacts. */
-        if (pr->n_steps || pr->n_artifacts || pr->artifacts_truncated || !(*error = dup_text(etext, el)))
-            goto bad;
-    }
+        return -1;
+    /* An error report carries neither steps nor artifacts. */
+    if (el && (pr->n_steps || pr->n_artifacts || pr->artifacts_truncated || !(*error = dup_text(etext, el))))
+        return -1;
     return 0;
-bad:
+}
+
+int dock_report_decode(const uint8_t *body, size_t len, const char *const *steps, size_t n_steps,
+                       const char *const *artifacts, size_t n_artifacts, struct plm_project_result *pr, char **error)
+{
+    memset(pr, 0, sizeof *pr);
+    *error = NULL;
+    if (report_fields(body, len, steps, n_steps, artifacts, n_artifacts, pr, error) == 0)
+        return 0;
     free(*error);
     *error = NULL;
     dock_project_result_done(pr);

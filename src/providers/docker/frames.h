@@ -18,6 +18,11 @@ struct dock_bytes {
 };
 void dock_bytes_add(struct dock_bytes *b, const uint8_t *p, size_t n);
 void dock_bytes_done(struct dock_bytes *b);
+static inline void dock_bytes_cleanup_fn(struct dock_bytes *b)
+{
+    dock_bytes_done(b);
+}
+#define cleanup_bytes __attribute__((cleanup(dock_bytes_cleanup_fn))) /* a dock_bytes freed at scope exit */
 /* Moves the kept bytes into a plm_bytes (ownership passes); b is left empty. */
 void dock_bytes_take(struct dock_bytes *b, struct plm_bytes *out);
 

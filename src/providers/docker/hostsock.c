@@ -73,19 +73,18 @@ static int dir_ok(const char *p, bool own, struct plm_err *err)
 {
     struct stat st;
     if (p[0] != '/')
-        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "\"%s\" is not an absolute path", p);
+        return plm_fail(err, EINVAL, PLM_E_INTERNAL, "\"%s\" is not an absolute path", p);
     /* the longest path we make below it must fit sun_path */
     if (strlen(p) + sizeof "/" DOCK_HS_DIR_PREFIX "XXXXXX/" SOCK_NAME > sizeof((struct sockaddr_un *)0)->sun_path)
-        return plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "\"%s\" is too long for a unix socket path", p);
+        return plm_fail(err, ENAMETOOLONG, PLM_E_INTERNAL, "\"%s\" is too long for a unix socket path", p);
     if (lstat(p, &st) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "\"%s\": %s", p, strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "\"%s\": %s", p, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return plm_err_set(err, ENOTDIR, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "\"%s\" is not a directory", p);
+        return plm_fail(err, ENOTDIR, PLM_E_INTERNAL, "\"%s\" is not a directory", p);
     /* Another user who can write the parent could swap our run directory under dockerd. */
     if (own && (st.st_uid != geteuid() || (st.st_mode & 022)))
-        return plm_err_set(err, EPERM, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "\"%s\" must belong to uid %u and be writable by no one else", p, (unsigned)geteuid());
+        return plm_fail(err, EPERM, PLM_E_INTERNAL, "\"%s\" must belong to uid %u and be writable by no one else", p,
+                        (unsigned)geteuid());
     return 0;
 }
 
@@ -174,7 +173,7 @@ static int write_preload(const char *path, const char *text, struct plm_err *err
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
     if (fd < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "create \"%s\": %s", path, strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "create \"%s\": %s", path, strerror(errno));
     size_t n = text ? strlen(text) : 0;
     const char *p = text;
     while (n) {
@@ -184,12 +183,12 @@ static int write_preload(const char *path, const char *text, struct plm_err *err
         if (w <= 0) {
             int e = w < 0 ? errno : EIO;
             close(fd);
-            return plm_err_set(err, e, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "write \"%s\": %s", path, strerror(e));
+            return plm_fail(err, e, PLM_E_INTERNAL, "write \"%s\": %s", path, strerror(e));
         }
         p += w, n -= (size_t)w;
     }
     if (close(fd) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "write \"%s\": %s", path, strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "write \"%s\": %s", path, strerror(errno));
     return 0;
 }
 
@@ -199,14 +198,13 @@ static int listen_on(struct dock_hostsock *hs, struct plm_err *err)
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", hs->sock);
     hs->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (hs->lfd < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "socket: %s", strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "socket: %s", strerror(errno));
     if (bind(hs->lfd, (struct sockaddr *)&sa, sizeof sa) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "bind \"%s\": %s", hs->sock, strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "bind \"%s\": %s", hs->sock, strerror(errno));
     /* (spec) 0666: the guest uid is nobody on the host; the 0700 directory keeps host users out,
      * and the container reaches the socket only through its bind mount. */
     if (chmod(hs->sock, 0666) < 0 || listen(hs->lfd, DOCK_HS_BACKLOG) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "listen \"%s\": %s", hs->sock,
-                           strerror(errno));
+        return plm_fail(err, errno, PLM_E_INTERNAL, "listen \"%s\": %s", hs->sock, strerror(errno));
     return 0;
 }
 
@@ -232,16 +230,13 @@ static int serve(struct dock_hostsock *hs, const char *dir, bool make_dir, const
         /* sized so that the socket path below always fits sun_path */
         char tmpl[sizeof hs->sock - sizeof "/" SOCK_NAME + 1];
         if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/" DOCK_HS_DIR_PREFIX "XXXXXX", dir) >= sizeof tmpl)
-            return plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "\"%s\" is too long for a socket path", dir);
+            return plm_fail(err, ENAMETOOLONG, PLM_E_INTERNAL, "\"%s\" is too long for a socket path", dir);
         if (!mkdtemp(tmpl))
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "mkdtemp under \"%s\": %s", dir,
-                               strerror(errno));
+            return plm_fail(err, errno, PLM_E_INTERNAL, "mkdtemp under \"%s\": %s", dir, strerror(errno));
         snprintf(hs->dir, sizeof hs->dir, "%s", tmpl);
         snprintf(where, sizeof where, "%s", tmpl);
     } else if ((size_t)snprintf(where, sizeof where, "%s", dir) >= sizeof where) {
-        return plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "\"%s\" is too long for a socket path",
-                           dir);
+        return plm_fail(err, ENAMETOOLONG, PLM_E_INTERNAL, "\"%s\" is too long for a socket path", dir);
     }
     int a = stem ? snprintf(hs->preload, sizeof hs->preload, "%s/%s.mjs", where, stem)
                  : snprintf(hs->preload, sizeof hs->preload, "%s/" PRELOAD_NAME, where);
@@ -249,8 +244,7 @@ static int serve(struct dock_hostsock *hs, const char *dir, bool make_dir, const
                  : snprintf(hs->sock, sizeof hs->sock, "%s/" SOCK_NAME, where);
     if (a < 0 || b < 0 || (size_t)a >= sizeof hs->preload || (size_t)b >= sizeof hs->sock) {
         hs->preload[0] = hs->sock[0] = 0; /* nothing of ours there to remove */
-        return plm_err_set(err, ENAMETOOLONG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "\"%s\" is too long for a socket path",
-                           where);
+        return plm_fail(err, ENAMETOOLONG, PLM_E_INTERNAL, "\"%s\" is too long for a socket path", where);
     }
     if (write_preload(hs->preload, api->node_preload, err) < 0) {
         if (err->errnum == EEXIST)
@@ -273,10 +267,10 @@ static int start(const char *dir, bool make_dir, const char *stem, const struct 
 {
     *out = NULL;
     if (!api || !api->call)
-        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "grant socket: no host api to serve");
+        return plm_fail(err, EINVAL, PLM_E_INTERNAL, "grant socket: no host api to serve");
     struct dock_hostsock *hs = calloc(1, sizeof *hs);
     if (!hs)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     hs->lfd = -1;
     if (serve(hs, dir, make_dir, stem, api, lim, err) < 0) {
         if (hs->lfd >= 0)
@@ -299,8 +293,7 @@ int dock_hostsock_start_in(const char *dir, const char *stem, const struct plm_h
                            const struct dock_hs_limits *lim, struct dock_hostsock **out, struct plm_err *err)
 {
     if (!stem || !*stem || strchr(stem, '/') || stem[0] == '.')
-        return plm_err_set(err, EINVAL, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "grant socket: bad name \"%s\"",
-                           stem ? stem : "");
+        return plm_fail(err, EINVAL, PLM_E_INTERNAL, "grant socket: bad name \"%s\"", stem ? stem : "");
     return start(dir, false, stem, api, lim, out, err);
 }
 

@@ -28,13 +28,12 @@ int dock_platform(const json_t *inspect, char *out, size_t cap, struct plm_err *
     const json_t *vv = json_object_get(inspect, "Variant");
     const char *variant = json_string_value(vv);
     if (!token_ok(os, 16) || !token_ok(arch, 16))
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "image inspect: Os and Architecture must be short lowercase tokens");
+        return plm_fail(err, 0, PLM_E_INVALID, "image inspect: Os and Architecture must be short lowercase tokens");
     if (vv && !json_is_null(vv) && !(variant && (!*variant || token_ok(variant, 16))))
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "image inspect: Variant is not a short token");
+        return plm_fail(err, 0, PLM_E_INVALID, "image inspect: Variant is not a short token");
     int n = variant && *variant ? snprintf(out, cap, "%s/%s/%s", os, arch, variant) : snprintf(out, cap, "%s/%s", os, arch);
     if (n < 0 || (size_t)n >= cap)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "image inspect: platform too long");
+        return plm_fail(err, 0, PLM_E_INVALID, "image inspect: platform too long");
     return 0;
 }
 

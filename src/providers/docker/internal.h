@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../core/cleanup.h"
+#include "../../core/cleanup_curl.h"
+#include "../../core/cleanup_json.h"
 #include "../../core/clock.h"
 #include "../../core/err.h"
 #include "../../core/evidence.h"
@@ -46,8 +49,6 @@ enum dock_kind { DOCK_SNIPPET = 0, DOCK_PROJECT = 1, DOCK_SESSION = 2, DOCK_MODU
 #define DOCK_KINDS 4 /* images; the warm pool keeps the first two */
 #define DOCK_MODULE_MODELS_MAX 8 /* model names Describe lists (module.c) */
 
-static inline int64_t dock_mono_ms(void) { return (int64_t)clock_mono_ms(); }
-static inline int64_t dock_unix_ms(void) { return clock_unix_ms(); }
 /* n random bytes from getrandom(); -1 when the kernel cannot supply them. */
 int dock_random(void *buf, size_t n);
 void dock_hex(const uint8_t *p, size_t n, char *out);
@@ -62,6 +63,11 @@ struct dock_reply {
     size_t len;
 };
 void dock_reply_done(struct dock_reply *r);
+static inline void dock_reply_cleanup_fn(struct dock_reply *r)
+{
+    dock_reply_done(r);
+}
+#define cleanup_reply __attribute__((cleanup(dock_reply_cleanup_fn))) /* struct dock_reply r cleanup_reply = {0}; */
 /* One request; the reply body is capped at reply_max (more is an error). PLM_E_UNAVAILABLE when
  * dockerd does not answer. */
 int dock_call(const struct dock_engine *e, const char *method, const char *path, const char *json_body, long timeout_ms,
@@ -266,7 +272,16 @@ struct dock_state {
     bool spool_started, spool_stop;
 };
 
+/* ---- state.c: the tier, the entry gate and the result's stamp (a leaf: calls only core) ------- */
 enum plm_tier dock_tier(struct dock_state *s);
+/* plm_provider_gate() filled from the state: the floor and readiness checks every run makes
+ * before launching anything (snippet.c, project.c, module.c). */
+int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
+                  struct plm_err *err);
+/* The same for a session's open and calls: the floor, a re-pointed tag, the proof. */
+int dock_session_gate(struct dock_state *s, enum plm_tier floor, struct plm_err *err);
+int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_result *out);
+
 int dock_preflight(struct dock_state *s, struct plm_err *err);
 int dock_smoke(struct dock_state *s, struct plm_err *err);
 
@@ -355,10 +370,6 @@ int dock_run_module(struct dock_state *s, const struct plm_run_ctx *ctx, const s
 /* The startup proof: lists the models and runs a known row; adds the module.* checks to ev. */
 int dock_module_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err);
 void dock_module_env(struct dock_state *s, struct plm_describe *d);
-/* Shared by both: the floor and readiness checks every run makes before launching anything. */
-int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
-                  struct plm_err *err);
-int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_result *out);
 
 /* ---- session.c: one container per session (docs/sessions.md) ---------------------------------- */
 void dock_session_env(struct plm_provider *p, struct plm_payload_env *out);
@@ -406,8 +417,11 @@ void dock_session_pool_stop(struct dock_state *s);
 /* ---- sweep.c: the background thread ------------------------------------------------------------- */
 int dock_bg_start(struct dock_state *s, struct plm_err *err);
 void dock_bg_stop(struct dock_state *s);
-void dock_bg_kick(struct dock_state *s);
 /* Reaps containers carrying DOCK_LABEL whose deadline passed DOCK_REAP_GRACE_S ago. */
 int dock_sweep(struct dock_state *s, struct plm_err *err);
+
+/* ---- reap.c: the removal queue and the pool's kick (a leaf below launch.c and sweep.c) ------- */
+/* Wakes the pool's fillers (a box was taken). */
+void dock_bg_kick(struct dock_state *s);
 /* Queues a container for removal by the reapers; removes it inline when none runs yet. */
 void dock_queue_removal(struct dock_state *s, const char *id);

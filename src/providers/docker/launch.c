@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../core/cleanup.h"
+#include "../../core/cleanup_json.h"
 #include "../../core/limits.h"
 #include "internal.h"
 
@@ -163,6 +165,90 @@ static int run_env(struct dock_state *s, enum dock_kind k, const struct dock_gra
     return 0;
 }
 
+/* The one owner of a box under construction: at scope exit whatever it still holds is released
+ * (the container, once created, goes to the reapers); on success the caller take_ptr()s it. */
+struct box_hold {
+    struct dock_state *s;
+    struct dock_box *b;
+};
+static void box_hold_release(struct box_hold *h)
+{
+    dock_box_release(h->s, h->b);
+}
+#define cleanup_box_hold __attribute__((cleanup(box_hold_release)))
+
+/* A fresh box of kind k: its per-call marker, its end marker when the script wraps the command
+ * (wrapped), and the container's random name in name. */
+static int box_new(enum dock_kind k, bool wrapped, struct dock_box **out, char name[48], struct plm_err *err)
+{
+    struct dock_box *b cleanup_free = calloc(1, sizeof *b);
+    if (!b)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    b->kind = k;
+    b->at.fd = -1;
+    b->early_out.max = b->early_err.max = LIM_OUTPUT_MAX;
+    uint8_t rnd[16], e[16];
+    char hex[33];
+    if (dock_random(rnd, sizeof rnd) < 0 || (wrapped && dock_random(e, sizeof e) < 0))
+        return plm_fail(err, errno, PLM_E_INTERNAL, "getrandom failed");
+    dock_hex(rnd, 8, hex);
+    snprintf(b->marker, sizeof b->marker, DOCK_MARKER_PREFIX "%.16s", hex);
+    dock_hex(rnd + 8, 8, hex);
+    snprintf(name, 48, "plimsoll-%.16s", hex);
+    if (wrapped) {
+        dock_hex(e, sizeof e, hex);
+        snprintf(b->end, sizeof b->end, DOCK_END_PREFIX "%.32s", hex);
+    }
+    *out = take_ptr(&b);
+    return 0;
+}
+
+/* Creates b's container: the start script with the kind's environment and cmd, under lockdown l. */
+static int box_create(struct dock_state *s, struct dock_box *b, const char *name, const char *const *cmd, size_t n_cmd,
+                      const struct dock_grant_paths *g, const struct dock_lockdown *l, int64_t label_deadline_s,
+                      struct plm_err *err)
+{
+    const char *argv[8 + 66 + 8];
+    char *env[66], *env_owned cleanup_free = NULL;
+    size_t argc = 0, n_env = 0;
+    if (run_env(s, b->kind, g, env, sizeof env / sizeof *env, &n_env, &env_owned) < 0 || n_cmd > 8 ||
+        dock_start_argv(b->marker, b->end, env, n_env, cmd, n_cmd, argv, sizeof argv / sizeof *argv, &argc) < 0)
+        return plm_fail(err, E2BIG, PLM_E_INTERNAL, "start command too long");
+    /* the spec holds its own copies of argv's strings */
+    json_t *spec cleanup_json = dock_spec(l, b->kind, s->id[b->kind], argv, argc, label_deadline_s, s->instance, g);
+    if (!spec)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory building the spec");
+    return dock_container_create(&s->eng, name, spec, b->id, err);
+}
+
+/* Attaches (before start, so that no byte of output is missed), starts, and reads up to the
+ * start marker, which must be the first bytes of stderr. */
+static int box_start_marked(struct dock_state *s, struct dock_box *b, struct plm_err *err)
+{
+    if (dock_attach_open(&s->eng, b->id, &b->at, err) < 0 || dock_container_start(&s->eng, b->id, err) < 0)
+        return -1;
+    b->started = true;
+    struct start_ctx c = {.b = b};
+    struct dock_io io = {.sink = start_sink, .stop = start_done, .ctx = &c};
+    int r = dock_attach_pump(&b->at, &io, (int64_t)clock_mono_ms() + DOCK_START_MS, err);
+    if (r < 0)
+        return plm_err_wrap(err, "before its start marker");
+    if (dock_marker_matches(b->marker, c.mk, c.mk_have)) {
+        b->marked = true;
+        return 0;
+    }
+    /* (spec §3.4 rows 1 and 4) docker or the image failed before our command: never a result */
+    if (c.mk_have == DOCK_MARKER_LEN)
+        return plm_fail(err, 0, PLM_E_INTERNAL,
+                        "the container wrote something else before its start marker (the image cannot run "
+                        "the start script)");
+    if (r == 0)
+        return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL, "the container did not print its start marker within %d s",
+                        DOCK_START_MS / 1000);
+    return plm_fail(err, 0, PLM_E_INTERNAL,
+                    "the container ended before its start marker (bad image or rejected command)");
+}
+
 static int cold_start(struct dock_state *s, enum dock_kind k, const char *const *cmd, size_t n_cmd,
                       const struct dock_grant_paths *g, const struct dock_lockdown *l, int64_t label_deadline_s,
                       struct dock_box **out, struct plm_err *err)
@@ -178,90 +264,22 @@ static int cold_start(struct dock_state *s, enum dock_kind k, const char *const 
         cmd = runner ? runner_cmd : granted ? node_grant_cmd : node_cmd;
         n_cmd = runner ? 1 : granted ? 3 : 2;
     }
-    struct dock_box *b = calloc(1, sizeof *b);
-    if (!b)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-    b->kind = k;
-    b->at.fd = -1;
-    b->early_out.max = b->early_err.max = LIM_OUTPUT_MAX;
-    uint8_t rnd[16];
-    char name[48], hex[33];
-    if (dock_random(rnd, sizeof rnd) < 0) {
-        box_free(b);
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
-    }
-    dock_hex(rnd, 8, hex);
-    snprintf(b->marker, sizeof b->marker, DOCK_MARKER_PREFIX "%.16s", hex);
-    dock_hex(rnd + 8, 8, hex);
-    snprintf(name, sizeof name, "plimsoll-%.16s", hex);
-    if (wrapped) {
-        uint8_t e[16];
-        if (dock_random(e, sizeof e) < 0) {
-            box_free(b);
-            return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
-        }
-        dock_hex(e, sizeof e, hex);
-        snprintf(b->end, sizeof b->end, DOCK_END_PREFIX "%.32s", hex);
-    }
-
-    const char *argv[8 + 66 + 8];
-    char *env[66], *env_owned = NULL;
-    size_t argc = 0, n_env = 0;
-    int r = run_env(s, k, g, env, sizeof env / sizeof *env, &n_env, &env_owned);
-    if (r < 0 || n_cmd > 8 ||
-        dock_start_argv(b->marker, b->end, env, n_env, cmd, n_cmd, argv, sizeof argv / sizeof *argv, &argc) < 0) {
-        free(env_owned);
-        box_free(b);
-        return plm_err_set(err, E2BIG, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start command too long");
-    }
-    json_t *spec = dock_spec(l ? l : &s->lock, k, s->id[k], argv, argc, label_deadline_s, s->instance, g);
-    free(env_owned); /* the spec holds its own copies */
-    if (!spec) {
-        box_free(b);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory building the spec");
-    }
-    r = dock_container_create(&s->eng, name, spec, b->id, err);
-    json_decref(spec);
-    if (r < 0) {
-        box_free(b);
+    char name[48];
+    struct box_hold h cleanup_box_hold = {.s = s};
+    if (box_new(k, wrapped, &h.b, name, err) < 0 ||
+        box_create(s, h.b, name, cmd, n_cmd, g, l ? l : &s->lock, label_deadline_s, err) < 0)
         return -1;
-    }
-    b->created_ms = dock_mono_ms();
-    /* From here on the container exists: every failure path releases (removes) it. Attach comes
-     * before start so that no byte of output is missed. */
-    if (dock_attach_open(&s->eng, b->id, &b->at, err) < 0 || dock_container_start(&s->eng, b->id, err) < 0) {
-        dock_box_release(s, b);
+    h.b->created_ms = (int64_t)clock_mono_ms();
+    /* From here on the container exists: the hold removes it on every failure path. */
+    if (box_start_marked(s, h.b, err) < 0)
         return -1;
-    }
-    b->started = true;
-    struct start_ctx c = {.b = b};
-    struct dock_io io = {.sink = start_sink, .stop = start_done, .ctx = &c};
-    r = dock_attach_pump(&b->at, &io, dock_mono_ms() + DOCK_START_MS, err);
-    if (r < 0) {
-        dock_box_release(s, b);
-        return plm_err_wrap(err, "before its start marker");
-    }
-    if (!dock_marker_matches(b->marker, c.mk, c.mk_have)) {
-        /* (spec §3.4 rows 1 and 4) docker or the image failed before our command: never a result */
-        dock_box_release(s, b);
-        if (c.mk_have == DOCK_MARKER_LEN)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "the container wrote something else before its start marker (the image cannot run "
-                               "the start script)");
-        if (r == 0)
-            return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "the container did not print its start marker within %d s", DOCK_START_MS / 1000);
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "the container ended before its start marker (bad image or rejected command)");
-    }
-    b->marked = true;
     if (k == DOCK_SNIPPET || k == DOCK_PROJECT) { /* the pool's estimate (only these are pooled) */
         pthread_mutex_lock(&s->pool_mu);
-        int64_t took = dock_mono_ms() - b->created_ms, *avg = &s->start_avg_ms[k];
+        int64_t took = (int64_t)clock_mono_ms() - h.b->created_ms, *avg = &s->start_avg_ms[k];
         *avg = *avg ? (*avg * 7 + took) / 8 : took;
         pthread_mutex_unlock(&s->pool_mu);
     }
-    *out = b;
+    *out = take_ptr(&h.b);
     return 0;
 }
 
@@ -280,9 +298,9 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
             if (s->fill_started_ms[k][i] && (!oldest || s->fill_started_ms[k][i] < oldest))
                 oldest = s->fill_started_ms[k][i];
         int64_t wait_until = oldest + avg + avg / 2;
-        if (s->filling[k] && wait_until - dock_mono_ms() > avg / 2 + avg / 2)
+        if (s->filling[k] && wait_until - (int64_t)clock_mono_ms() > avg / 2 + avg / 2)
             wait_until = 0;
-        while (!s->n_pool[k] && s->filling[k] && dock_mono_ms() < wait_until) {
+        while (!s->n_pool[k] && s->filling[k] && (int64_t)clock_mono_ms() < wait_until) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             int64_t ns = ts.tv_nsec + 50 * 1000000L;
@@ -301,16 +319,16 @@ int dock_box_acquire(struct dock_state *s, enum dock_kind k, const char *const *
         dock_bg_kick(s);
         /* A parked container that printed anything or hung up is not the one we proved: drop it. */
         if (dock_attach_stirred(&b->at) || b->early_out.len || b->early_err.len ||
-            dock_mono_ms() - b->created_ms > DOCK_POOL_MAX_AGE_S * 1000) {
+            (int64_t)clock_mono_ms() - b->created_ms > DOCK_POOL_MAX_AGE_S * 1000) {
             dock_box_release(s, b);
             continue;
         }
         *out = b;
         return 0;
     }
-    int64_t label =
-        dock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
-        (k == DOCK_PROJECT || k == DOCK_MODULE ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000 : DOCK_SNIPPET_MAX_MS / 1000);
+    int64_t label = clock_unix_ms() / 1000 + DOCK_START_MS / 1000 +
+                    (k == DOCK_PROJECT || k == DOCK_MODULE ? (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000
+                                                           : DOCK_SNIPPET_MAX_MS / 1000);
     return cold_start(s, k, cmd, n_cmd, g, NULL, label, out, err);
 }
 
@@ -337,7 +355,7 @@ void dock_pool_fill(struct dock_state *s)
             pthread_mutex_lock(&s->pool_mu);
             /* recycle the oldest when it aged out or changed while parked */
             struct dock_box *old = NULL;
-            if (s->n_pool[k] && (dock_mono_ms() - s->pool[k][0]->created_ms > DOCK_POOL_MAX_AGE_S * 1000 ||
+            if (s->n_pool[k] && ((int64_t)clock_mono_ms() - s->pool[k][0]->created_ms > DOCK_POOL_MAX_AGE_S * 1000 ||
                                  dock_attach_stirred(&s->pool[k][0]->at))) {
                 old = s->pool[k][0];
                 memmove(&s->pool[k][0], &s->pool[k][1], (s->n_pool[k] - 1) * sizeof old);
@@ -350,7 +368,7 @@ void dock_pool_fill(struct dock_state *s)
             if (want) {
                 for (slot = 0; s->fill_started_ms[k][slot]; slot++)
                     ; /* filling[k] < DOCK_FILLERS: a free slot exists */
-                int64_t now = dock_mono_ms();
+                int64_t now = (int64_t)clock_mono_ms();
                 s->fill_started_ms[k][slot] = now ? now : 1;
                 s->filling[k]++;
             }
@@ -363,7 +381,7 @@ void dock_pool_fill(struct dock_state *s)
                 break;
             struct dock_box *b = NULL;
             struct plm_err e = {0};
-            int64_t label = dock_unix_ms() / 1000 + DOCK_POOL_MAX_AGE_S + DOCK_START_MS / 1000 +
+            int64_t label = clock_unix_ms() / 1000 + DOCK_POOL_MAX_AGE_S + DOCK_START_MS / 1000 +
                             (DOCK_PROJECT_MAX_MS + DOCK_PROJECT_GRACE_MS) / 1000;
             int r = cold_start(s, (enum dock_kind)k, NULL, 0, NULL, NULL, label, &b, &e);
             pthread_mutex_lock(&s->pool_mu);

@@ -64,16 +64,13 @@ static json_t *grant_mounts(const struct dock_grant_paths *g)
                      "Propagation", "rprivate");
 }
 
-json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *image_id, const char *const *argv,
-                  size_t argc, int64_t deadline_unix_s, const char *instance, const struct dock_grant_paths *g)
+/* The HostConfig half of the spec: every wall of the lockdown. *ok turns false on any failure. */
+static json_t *host_config(const struct dock_lockdown *l, enum dock_kind k, const struct dock_grant_paths *g, bool *okp)
 {
-    bool ok = true;
-    char user[32], deadline[24];
-    snprintf(user, sizeof user, "%u:%u", l->uid, l->uid);
-    snprintf(deadline, sizeof deadline, "%lld", (long long)deadline_unix_s);
+    bool ok = *okp;
     json_int_t mem = (json_int_t)l->memory_mb * 1024 * 1024;
-    char *t_tmp = tmpfs_opts(l->tmp_mb, false), *t_shm = tmpfs_opts(l->shm_mb, false),
-         *t_work = tmpfs_opts(l->work_mb, true), *seccomp = NULL;
+    char *t_tmp cleanup_free = tmpfs_opts(l->tmp_mb, false), *t_shm cleanup_free = tmpfs_opts(l->shm_mb, false),
+                *t_work cleanup_free = tmpfs_opts(l->work_mb, true), *seccomp cleanup_free = NULL;
 
     json_t *h = json_object();
     if (!h)
@@ -113,8 +110,19 @@ json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *i
     set(h, "Init", json_false(), &ok);
     set(h, "AutoRemove", json_false(), &ok); /* we remove, after reading the result */
     set(h, "RestartPolicy", json_pack("{s:s}", "Name", "no"), &ok);
+    *okp = ok;
+    return h;
+}
 
-    json_t *spec = json_object();
+json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *image_id, const char *const *argv,
+                  size_t argc, int64_t deadline_unix_s, const char *instance, const struct dock_grant_paths *g)
+{
+    bool ok = true;
+    char user[32], deadline[24];
+    snprintf(user, sizeof user, "%u:%u", l->uid, l->uid);
+    snprintf(deadline, sizeof deadline, "%lld", (long long)deadline_unix_s);
+    json_t *h = host_config(l, k, g, &ok);
+    json_t *spec cleanup_json = json_object();
     if (!spec)
         ok = false;
     set(spec, "Image", json_string(image_id), &ok); /* the content ID preflight verified */
@@ -140,12 +148,7 @@ json_t *dock_spec(const struct dock_lockdown *l, enum dock_kind k, const char *i
     set(spec, "Labels", labels, &ok);
     set(spec, "StopSignal", json_string("SIGKILL"), &ok);
     set(spec, "HostConfig", h, &ok);
-    free(t_tmp), free(t_shm), free(t_work), free(seccomp);
-    if (!ok) {
-        json_decref(spec);
-        return NULL;
-    }
-    return spec;
+    return ok ? take_ptr(&spec) : NULL;
 }
 
 int dock_lockdown_lines(const struct dock_lockdown *l, const char *seccomp_desc, struct plm_evidence *ev)
@@ -185,20 +188,16 @@ int dock_seccomp_check(const char *text, size_t len, size_t *allowed, struct plm
 {
     *allowed = 0;
     json_error_t je;
-    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!j || !json_is_object(j)) {
-        json_decref(j);
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: not a JSON object (%s)",
-                           j ? "wrong type" : je.text);
-    }
+    json_t *j cleanup_json = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!j || !json_is_object(j))
+        return plm_fail(err, 0, PLM_E_INVALID, "seccomp profile: not a JSON object (%s)", j ? "wrong type" : je.text);
     int r = 0;
     /* Fail closed: a profile whose default allows would be an allow-list in name only. */
     if (!is_action(json_string_value(json_object_get(j, "defaultAction")), true))
-        r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                        "seccomp profile: defaultAction must be SCMP_ACT_ERRNO, _TRAP or _KILL*");
+        r = plm_fail(err, 0, PLM_E_INVALID, "seccomp profile: defaultAction must be SCMP_ACT_ERRNO, _TRAP or _KILL*");
     json_t *calls = json_object_get(j, "syscalls");
     if (!r && (!json_is_array(calls) || json_array_size(calls) == 0))
-        r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: no syscalls list");
+        r = plm_fail(err, 0, PLM_E_INVALID, "seccomp profile: no syscalls list");
     size_t i;
     json_t *rule;
     json_array_foreach(calls, i, rule)
@@ -208,8 +207,7 @@ int dock_seccomp_check(const char *text, size_t len, size_t *allowed, struct plm
         json_t *names = json_object_get(rule, "names");
         const char *act = json_string_value(json_object_get(rule, "action"));
         if (!json_is_array(names) || !act) {
-            r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "seccomp profile: rule %zu lacks names or action",
-                            i);
+            r = plm_fail(err, 0, PLM_E_INVALID, "seccomp profile: rule %zu lacks names or action", i);
             break;
         }
         size_t k;
@@ -217,13 +215,11 @@ int dock_seccomp_check(const char *text, size_t len, size_t *allowed, struct plm
         json_array_foreach(names, k, nm)
         {
             if (!json_is_string(nm))
-                r = plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                                "seccomp profile: rule %zu: a name is not a string", i);
+                r = plm_fail(err, 0, PLM_E_INVALID, "seccomp profile: rule %zu: a name is not a string", i);
         }
         if (!strcmp(act, "SCMP_ACT_ALLOW"))
             *allowed += json_array_size(names);
     }
-    json_decref(j);
     return r;
 }
 
@@ -243,7 +239,7 @@ static int id_listed(const char *path, uint32_t id, int f1, int f2, bool *found,
     if (!f) {
         if (errno == ENOENT)
             return 0;
-        return plm_err_set(err, errno, PLM_E_INVALID, PLM_REFUSAL_NONE, "read %s: %s", path, strerror(errno));
+        return plm_fail(err, errno, PLM_E_INVALID, "read %s: %s", path, strerror(errno));
     }
     char line[4096];
     while (fgets(line, sizeof line, f)) {
@@ -274,24 +270,24 @@ int dock_guest_uid(const char *text, const char *passwd, const char *group, uint
         errno = 0;
         unsigned long v = strtoul(text, &end, 10);
         if (!isdigit((unsigned char)text[0]) || errno || *end || v < 1 || v > 65532)
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                               "SANDBOX_GUEST_UID=\"%s\": expected a whole number from 1 to 65532", text);
+            return plm_fail(err, 0, PLM_E_INVALID, "SANDBOX_GUEST_UID=\"%s\": expected a whole number from 1 to 65532",
+                            text);
         u = (uint32_t)v;
     }
     if (in_band(u) || in_band(u + 1))
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_GUEST_UID=%u: it or %u lies in a systemd-reserved band "
-                           "(60001-60513, 60578-60705, 61184-65519)",
-                           u, u + 1);
+        return plm_fail(err, 0, PLM_E_INVALID,
+                        "SANDBOX_GUEST_UID=%u: it or %u lies in a systemd-reserved band "
+                        "(60001-60513, 60578-60705, 61184-65519)",
+                        u, u + 1);
     for (uint32_t c = u; c <= u + 1; c++) {
         bool in_passwd, in_group;
         if (id_listed(passwd, c, 2, 3, &in_passwd, err) < 0 || id_listed(group, c, 2, -1, &in_group, err) < 0)
             return -1;
         if (in_passwd || in_group)
-            return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                               "SANDBOX_GUEST_UID=%u: id %u exists on this host (%s); a guest must not share an "
-                               "identity with a host account",
-                               u, c, in_passwd ? passwd : group);
+            return plm_fail(err, 0, PLM_E_INVALID,
+                            "SANDBOX_GUEST_UID=%u: id %u exists on this host (%s); a guest must not share an "
+                            "identity with a host account",
+                            u, c, in_passwd ? passwd : group);
     }
     *uid = u;
     return 0;
@@ -304,9 +300,9 @@ int dock_disk_budget(uint32_t disk_mb, uint32_t tmp_mb, uint32_t shm_mb, uint32_
         return 0;
     }
     if (disk_mb < tmp_mb + shm_mb + 1)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "SANDBOX_DISK_MB=%u: /tmp (%u MiB) and /dev/shm (%u MiB) leave less than 1 MiB for /work",
-                           disk_mb, tmp_mb, shm_mb);
+        return plm_fail(err, 0, PLM_E_INVALID,
+                        "SANDBOX_DISK_MB=%u: /tmp (%u MiB) and /dev/shm (%u MiB) leave less than 1 MiB for /work",
+                        disk_mb, tmp_mb, shm_mb);
     *work_mb = disk_mb - tmp_mb - shm_mb;
     return 0;
 }

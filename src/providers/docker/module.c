@@ -16,6 +16,8 @@
 #include "../../core/module.h"
 #include "internal.h"
 
+#define cleanup_module_plan __attribute__((cleanup(plm_module_plan_done)))
+
 #define WORKER_PATH "/opt/plimsoll/sim-worker"
 #define MODELS_DIR "/models"
 #define PROOF_MODEL "Lorenz"
@@ -31,14 +33,10 @@
 static int module_exec(struct dock_state *s, uint32_t timeout, const struct plm_request *r, const char *pre_step,
                        struct plm_result *proj, struct plm_err *err)
 {
-    struct plm_module_plan pl;
-    if (plm_module_plan_make(&pl, r, WORKER_PATH, MODELS_DIR, pre_step, err) < 0) {
-        plm_module_plan_done(&pl);
+    struct plm_module_plan pl cleanup_module_plan; /* plan_make leaves it releasable on every path */
+    if (plm_module_plan_make(&pl, r, WORKER_PATH, MODELS_DIR, pre_step, err) < 0)
         return -1;
-    }
-    int rc = dock_project_exec_in(s, DOCK_MODULE, timeout, &pl.project, proj, err);
-    plm_module_plan_done(&pl);
-    return rc;
+    return dock_project_exec_in(s, DOCK_MODULE, timeout, &pl.project, proj, err);
 }
 
 int dock_run_module(struct dock_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req,
@@ -51,12 +49,12 @@ int dock_run_module(struct dock_state *s, const struct plm_run_ctx *ctx, const s
         return -1;
     uint32_t timeout = plm_clamp_timeout((int32_t)ctx->timeout_ms, DOCK_PROJECT_DEFAULT_MS, DOCK_PROJECT_MAX_MS);
     struct plm_result proj = {0};
-    int64_t t0 = dock_mono_ms();
+    int64_t t0 = (int64_t)clock_mono_ms();
     if (module_exec(s, timeout, req, NULL, &proj, err) < 0)
         return plm_err_wrap(err, "module");
     /* wire.md §12: a module result states the provider's measured run time (the project it
      * became leaves duration to the handler, which fills it only for project requests) */
-    out->duration_ms = dock_mono_ms() - t0;
+    out->duration_ms = (int64_t)clock_mono_ms() - t0;
     struct plm_module_result m = {0};
     int rc = plm_module_outcome(req, &proj.project, 0, &m, err);
     /* the identity the project stamped is the module image's: keep it */
@@ -108,7 +106,7 @@ int dock_module_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_
     r |= ev_add_confinement(ev, "image module %s", s->id[DOCK_MODULE]);
     plm_module_result_free(&m);
     if (r < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     s->module_proven = ok && has_proof_model; /* before anything is served: read-only from here */
     return 0;
 }

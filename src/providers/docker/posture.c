@@ -75,14 +75,14 @@ int dock_posture_from_info(const json_t *info, long peer_uid, struct dock_postur
     p->daemon_uid = peer_uid;
     snprintf(p->seccomp_default, sizeof p->seccomp_default, "none");
     if (!json_is_object(info))
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "docker info: not a JSON object");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "docker info: not a JSON object");
     field(p->server_version, sizeof p->server_version, json_object_get(info, "ServerVersion"));
     field(p->cgroup_version, sizeof p->cgroup_version, json_object_get(info, "CgroupVersion"));
     field(p->cgroup_driver, sizeof p->cgroup_driver, json_object_get(info, "CgroupDriver"));
     const json_t *so = json_object_get(info, "SecurityOptions");
     if (!json_is_array(so) || json_array_size(so) > SECOPT_MAX)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "docker info: SecurityOptions is not a list of at most %d entries", SECOPT_MAX);
+        return plm_fail(err, 0, PLM_E_INTERNAL, "docker info: SecurityOptions is not a list of at most %d entries",
+                        SECOPT_MAX);
     bool rootless = false, userns = false;
     size_t used = 0;
     for (size_t i = 0; i < json_array_size(so); i++) {
@@ -90,12 +90,10 @@ int dock_posture_from_info(const json_t *info, long peer_uid, struct dock_postur
         const char *e = json_string_value(v);
         size_t len = e ? json_string_length(v) : 0;
         if (!e || len == 0 || len > SECOPT_LEN_MAX || memchr(e, 0, len))
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "docker info: SecurityOptions entry %zu is not a short string", i);
+            return plm_fail(err, 0, PLM_E_INTERNAL, "docker info: SecurityOptions entry %zu is not a short string", i);
         char name[32], profile[sizeof p->seccomp_default];
         if (secopt_parse(e, len, name, sizeof name, profile, sizeof profile) < 0)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "docker info: SecurityOptions entry %zu names no option", i);
+            return plm_fail(err, 0, PLM_E_INTERNAL, "docker info: SecurityOptions entry %zu names no option", i);
         if (!strcmp(name, "rootless"))
             rootless = true;
         else if (!strcmp(name, "userns"))

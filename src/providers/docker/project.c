@@ -24,18 +24,15 @@ int dock_project_outcome(const struct dock_project_end *e, struct plm_project_re
 {
     char buf[96];
     const char *detail = "";
+    bool drop_steps = true; /* (spec) timed_out and protocol_error carry no steps */
     if (e->deadline_passed && !e->marked)
-        return plm_err_set(err, ETIMEDOUT, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "project: the sandbox did not start before the run ended");
+        return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL, "project: the sandbox did not start before the run ended");
+    if (e->report == DOCK_REPORT_NONE && !e->marked && !e->deadline_passed)
+        return plm_fail(err, 0, PLM_E_INTERNAL, "project: docker failed before the runner started");
     if (e->deadline_passed) {
-        dock_project_result_done(pr); /* (spec) timed_out carries no steps */
         pr->outcome = PLM_OUTCOME_TIMED_OUT;
         detail = "run exceeded the time budget";
-    } else if (e->report == DOCK_REPORT_NONE && !e->marked) {
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                           "project: docker failed before the runner started");
     } else if (e->report == DOCK_REPORT_NONE) {
-        dock_project_result_done(pr);
         pr->outcome = PLM_OUTCOME_PROTOCOL_ERROR;
         if (e->have_exit) {
             snprintf(buf, sizeof buf, "the runner did not report (container exit %lld)", (long long)e->exit_code);
@@ -44,27 +41,33 @@ int dock_project_outcome(const struct dock_project_end *e, struct plm_project_re
             detail = "the runner did not report";
         }
     } else if (e->report == DOCK_REPORT_FORGED) {
-        dock_project_result_done(pr);
         pr->outcome = PLM_OUTCOME_PROTOCOL_ERROR;
         detail = "no authenticated runner report";
     } else if (!e->decoded) {
-        dock_project_result_done(pr);
         pr->outcome = PLM_OUTCOME_PROTOCOL_ERROR;
         detail = "could not parse sandbox result";
-    } else if (e->error) {
-        pr->outcome = PLM_OUTCOME_SETUP_FAILED;
-        detail = e->error;
-    } else if (e->timed_out_step) {
-        pr->outcome = PLM_OUTCOME_TIMED_OUT;
-        snprintf(buf, sizeof buf, "step %d exceeded its time budget", e->timed_out_step);
-        detail = buf;
     } else {
-        pr->outcome = PLM_OUTCOME_COMPLETED;
+        drop_steps = false; /* the runner's authenticated report stands */
+        if (e->error) {
+            pr->outcome = PLM_OUTCOME_SETUP_FAILED;
+            detail = e->error;
+        } else if (e->timed_out_step) {
+            pr->outcome = PLM_OUTCOME_TIMED_OUT;
+            snprintf(buf, sizeof buf, "step %d exceeded its time budget", e->timed_out_step);
+            detail = buf;
+        } else {
+            pr->outcome = PLM_OUTCOME_COMPLETED;
+        }
+    }
+    if (drop_steps) {
+        enum plm_outcome o = pr->outcome;
+        dock_project_result_done(pr);
+        pr->outcome = o;
     }
     free(pr->detail);
     pr->detail = dup_s(detail);
     if (!pr->detail)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return 0;
 }
 
@@ -120,11 +123,10 @@ int dock_plan_encode(const uint8_t key[RW_KEY_LEN], uint32_t step_timeout_ms, co
             need = SIZE_MAX;
     if (need > RW_KEY_LEN + RW_PLAN_MAX || req->project.n_files > RW_FILES_MAX || req->project.n_steps > RW_STEPS_MAX ||
         req->project.n_steps == 0 || req->project.n_artifacts > RW_ARTIFACTS_MAX)
-        return plm_err_set(err, EMSGSIZE, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
-                           "project plan exceeds the runner's limits");
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "project plan exceeds the runner's limits");
     struct plan pl = {.p = malloc(need), .cap = need};
     if (!pl.p)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     put(&pl, key, RW_KEY_LEN);
     put(&pl, RW_PLAN_MAGIC, RW_MAGIC_LEN);
     put_u32(&pl, step_timeout_ms);
@@ -142,7 +144,7 @@ int dock_plan_encode(const uint8_t key[RW_KEY_LEN], uint32_t step_timeout_ms, co
     if (pl.bad) {
         explicit_bzero(pl.p, pl.cap);
         free(pl.p);
-        return plm_err_set(err, EMSGSIZE, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "project plan encoding overflowed");
+        return plm_fail(err, EMSGSIZE, PLM_E_INTERNAL, "project plan encoding overflowed");
     }
     *out = pl.p;
     *len = pl.len;
@@ -154,6 +156,29 @@ struct proj_io {
     size_t scan;
     bool complete;
 };
+static void proj_io_done(struct proj_io *c)
+{
+    dock_bytes_done(&c->out);
+    dock_bytes_done(&c->err);
+}
+#define cleanup_proj_io __attribute__((cleanup(proj_io_done)))
+
+/* The plan carries the run's key: wiped before it is freed. */
+struct key_plan {
+    uint8_t key[RW_KEY_LEN];
+    uint8_t *plan;
+    size_t len;
+};
+static void key_plan_wipe(struct key_plan *kp)
+{
+    explicit_bzero(kp->key, sizeof kp->key);
+    if (kp->plan) {
+        explicit_bzero(kp->plan, kp->len);
+        free(kp->plan);
+        kp->plan = NULL;
+    }
+}
+#define cleanup_key_plan __attribute__((cleanup(key_plan_wipe)))
 
 static void proj_sink(void *ctx, int stream, const uint8_t *p, size_t n)
 {
@@ -175,9 +200,9 @@ int dock_run_project(struct dock_state *s, const struct plm_run_ctx *ctx, const 
     if (dock_run_gate(s, ctx, req, err) < 0)
         return -1;
     if (plm_project_is_python(req) && !atomic_load(&s->python_proven))
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                           "a step runs python, and the startup proof found no python3 with numpy, pandas and "
-                           "matplotlib in the project image (see the evidence card); nothing ran");
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                          "a step runs python, and the startup proof found no python3 with numpy, pandas and "
+                          "matplotlib in the project image (see the evidence card); nothing ran");
     uint32_t timeout = plm_clamp_timeout((int32_t)ctx->timeout_ms, DOCK_PROJECT_DEFAULT_MS, DOCK_PROJECT_MAX_MS);
     return dock_project_exec(s, timeout, req, ctx->host_api, out, err);
 }
@@ -209,44 +234,30 @@ int dock_project_exec(struct dock_state *s, uint32_t timeout, const struct plm_r
 static int project_run(struct dock_state *s, enum dock_kind k, uint32_t timeout, const struct plm_request *req,
                        const struct dock_grant_paths *g, struct plm_result *out, struct plm_err *err)
 {
-    uint8_t key[RW_KEY_LEN];
-    uint8_t *plan = NULL;
-    size_t plan_len = 0;
-    if (dock_random(key, sizeof key) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
-    if (dock_plan_encode(key, timeout, req, &plan, &plan_len, err) < 0) {
-        explicit_bzero(key, sizeof key);
+    struct key_plan kp cleanup_key_plan = {.plan = NULL};
+    if (dock_random(kp.key, sizeof kp.key) < 0)
+        return plm_fail(err, errno, PLM_E_INTERNAL, "getrandom failed");
+    if (dock_plan_encode(kp.key, timeout, req, &kp.plan, &kp.len, err) < 0)
         return -1;
-    }
     struct dock_box *b = NULL;
     /* a module container is never pooled (its image is its own and runs are rare) */
-    if (dock_box_acquire(s, k, NULL, 0, k == DOCK_PROJECT, g, &b, err) < 0) {
-        explicit_bzero(key, sizeof key);
-        explicit_bzero(plan, plan_len);
-        free(plan);
+    if (dock_box_acquire(s, k, NULL, 0, k == DOCK_PROJECT, g, &b, err) < 0)
         return plm_err_wrap(err, "project");
-    }
-    struct proj_io c = {.out = {.max = RW_STDOUT_MAX}, .err = {.max = LIM_OUTPUT_MAX}};
+    struct proj_io c cleanup_proj_io = {.out = {.max = RW_STDOUT_MAX}, .err = {.max = LIM_OUTPUT_MAX}};
     proj_sink(&c, DOCK_STDOUT, b->early_out.data, b->early_out.len);
     struct dock_io io = {
-        .in = plan, .in_len = plan_len, .close_in = true, .sink = proj_sink, .stop = proj_done, .ctx = &c};
-    int r = dock_attach_pump(&b->at, &io, dock_mono_ms() + timeout + DOCK_PROJECT_GRACE_MS, err);
+        .in = kp.plan, .in_len = kp.len, .close_in = true, .sink = proj_sink, .stop = proj_done, .ctx = &c};
+    int r = dock_attach_pump(&b->at, &io, (int64_t)clock_mono_ms() + timeout + DOCK_PROJECT_GRACE_MS, err);
     struct dock_project_end e = {.marked = true, .deadline_passed = r == 0 && !c.complete};
     e.have_exit = r == 1 && dock_container_wait(&s->eng, b->id, 10000, &e.exit_code, err) == 0;
     dock_box_release(s, b);
-    explicit_bzero(plan, plan_len);
-    free(plan);
-    if (r < 0) {
-        explicit_bzero(key, sizeof key);
-        dock_bytes_done(&c.out);
-        dock_bytes_done(&c.err);
+    if (r < 0)
         return plm_err_wrap(err, "project: the container's stream failed");
-    }
     const uint8_t *body = NULL;
     size_t body_len = 0;
-    e.report = dock_report_find(c.out.data, c.out.len, key, &body, &body_len);
-    explicit_bzero(key, sizeof key);
-    char *setup_error = NULL;
+    e.report = dock_report_find(c.out.data, c.out.len, kp.key, &body, &body_len);
+    key_plan_wipe(&kp); /* the key is not needed past the MAC: wiped now, not at scope exit */
+    char *setup_error cleanup_free = NULL;
     struct plm_project_result pr = {0};
     if (e.report == DOCK_REPORT_OK && !e.deadline_passed) {
         e.decoded = dock_report_decode(body, body_len, req->project.steps, req->project.n_steps, req->project.artifacts,
@@ -256,10 +267,7 @@ static int project_run(struct dock_state *s, enum dock_kind k, uint32_t timeout,
             if (pr.steps[i].timed_out)
                 e.timed_out_step = (int)i + 1;
     }
-    dock_bytes_done(&c.out);
-    dock_bytes_done(&c.err);
     int rc = dock_project_outcome(&e, &pr, err);
-    free(setup_error);
     if (rc < 0) {
         dock_project_result_done(&pr);
         return -1;
@@ -267,6 +275,6 @@ static int project_run(struct dock_state *s, enum dock_kind k, uint32_t timeout,
     out->kind = PLM_KIND_PROJECT;
     out->project = pr;
     if (dock_result_identity(s, k, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return 0;
 }

@@ -28,14 +28,14 @@ int dock_python_proof(struct dock_state *s, struct plm_evidence *ev, struct plm_
     if (ok) {
         if (ev_add_check(ev, "project.python", "python3 imports numpy, pandas, matplotlib in the project image", true,
                          "%s", obs) < 0)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+            return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
         atomic_store(&s->python_proven, true);
         return 0;
     }
     /* Not a failed check (that would stop startup for node projects too): the card says Python
      * is absent and why, Describe leaves it out, and a Python project is refused unsupported. */
     if (ev_add_confinement(ev, "python: %.120s", obs) < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     return 0;
 }
 
@@ -55,7 +55,7 @@ int dock_session_python_proof(struct dock_state *s, struct plm_evidence *ev, str
                               "%s", obs)
                : ev_add_confinement(ev, "session python: %.120s", obs);
     if (r < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     atomic_store(&s->session_python_proven, ok);
     return 0;
 }

@@ -67,7 +67,7 @@ json_t *dock_readback_take(const struct dock_engine *e, const char *id, struct p
     json_t *snap = json_is_object(j) ? dock_readback_of(j) : NULL;
     json_decref(j);
     if (!snap)
-        plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "the container's inspect answer is not an object");
+        plm_fail(err, 0, PLM_E_INTERNAL, "the container's inspect answer is not an object");
     return snap;
 }
 

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "../../core/base64.h"
+#include "../../core/cleanup.h"
+#include "../../core/cleanup_json.h"
 #include "../../core/limits.h"
 
 void dock_sf_reply_done(struct dock_sf_reply *r)
@@ -135,45 +137,37 @@ int dock_sf_request(uint64_t id, const char *op, const char *language, const cha
                     const char *grant_preload, uint8_t **out, size_t *len)
 {
     *out = NULL;
-    json_t *fl = json_array();
+    json_t *fl = json_array(); /* owned until json_pack's "o" takes it, below */
     for (size_t i = 0; fl && i < n_files; i++) {
         size_t n = strlen(files[i].content);
-        char *b = malloc(b64_encoded_len(n, true) + 1);
-        if (!b) {
-            json_decref(fl);
-            return -1;
-        }
+        char *b cleanup_free = malloc(b64_encoded_len(n, true) + 1);
+        if (!b)
+            break;
         size_t m = b64_encode((const uint8_t *)files[i].content, n, b, B64_STD, true);
         b[m] = 0;
         json_t *pair = json_pack("[s, s]", files[i].path, b);
-        free(b);
-        if (!pair || json_array_append_new(fl, pair) < 0) {
-            json_decref(fl);
-            return -1;
-        }
+        if (!pair || json_array_append_new(fl, pair) < 0)
+            break;
     }
-    json_t *o = fl ? json_pack("{s:I, s:s, s:s, s:s, s:o, s:I, s:I}", "id", (json_int_t)id, "op", op, "lang",
-                               language ? language : "", "code", code, "files", fl, "timeout_ms",
-                               (json_int_t)timeout_ms, "cap", (json_int_t)cap)
-                 : NULL;
-    if (o && grant_sock && grant_preload &&
-        json_object_set_new(o, "grant", json_pack("{s:s, s:s}", "sock", grant_sock, "preload", grant_preload)) < 0) {
-        json_decref(o);
-        o = NULL;
-    }
-    char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
+    bool files_ok = fl && json_array_size(fl) == n_files;
+    /* "o" steals fl, also when it fails; without it, fl is released here */
+    json_t *o cleanup_json = files_ok ? json_pack("{s:I, s:s, s:s, s:s, s:o, s:I, s:I}", "id", (json_int_t)id, "op", op,
+                                                  "lang", language ? language : "", "code", code, "files", fl,
+                                                  "timeout_ms", (json_int_t)timeout_ms, "cap", (json_int_t)cap)
+                                      : (json_decref(fl), NULL);
+    if (!o ||
+        (grant_sock && grant_preload &&
+         json_object_set_new(o, "grant", json_pack("{s:s, s:s}", "sock", grant_sock, "preload", grant_preload)) < 0))
+        return -1;
+    char *body cleanup_free = json_dumps(o, JSON_COMPACT);
     if (!body)
         return -1;
     size_t n = strlen(body);
     uint8_t *f = malloc(n + 4);
-    if (!f) {
-        free(body);
+    if (!f)
         return -1;
-    }
     f[0] = (uint8_t)(n >> 24), f[1] = (uint8_t)(n >> 16), f[2] = (uint8_t)(n >> 8), f[3] = (uint8_t)n;
     memcpy(f + 4, body, n);
-    free(body);
     *out = f;
     *len = n + 4;
     return 0;

@@ -154,16 +154,16 @@ static int chan_call(struct plm_session *h, const uint8_t *frame, size_t len, ui
     enum plm_session_end why;
     if (c.state != 0) {
         why = PLM_END_BOUNDARY_FAILED;
-        plm_err_set(err, EPROTO, PLM_E_ENDED, PLM_REFUSAL_NONE,
-                    "the session's agent wrote something other than the reply it owed; the session ended");
+        plm_fail(err, EPROTO, PLM_E_ENDED,
+                 "the session's agent wrote something other than the reply it owed; the session ended");
     } else if (r == 0) {
         why = PLM_END_BOUNDARY_FAILED;
-        plm_err_set(err, ETIMEDOUT, PLM_E_DEADLINE, PLM_REFUSAL_NONE,
-                    "the session's agent did not answer within the call's time and its grace");
+        plm_fail(err, ETIMEDOUT, PLM_E_DEADLINE,
+                 "the session's agent did not answer within the call's time and its grace");
     } else {
         why = classify_loss(h);
-        plm_err_set(err, EPIPE, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the session's container %s during the call",
-                    why == PLM_END_MAIN_PROCESS_ENDED ? "ended" : "stopped answering");
+        plm_fail(err, EPIPE, PLM_E_UNAVAILABLE, "the session's container %s during the call",
+                 why == PLM_END_MAIN_PROCESS_ENDED ? "ended" : "stopped answering");
     }
     mark_dead(h, why, err->msg);
     *ended = why;
@@ -180,7 +180,7 @@ static int chan_check_idle(struct plm_session *h, enum plm_session_end *ended, s
         struct chan_ctx c = {.h = h, .rep = &rep};
         struct dock_io io = {.sink = chan_sink, .stop = chan_stop, .ctx = &c};
         struct plm_err e = {0};
-        int r = dock_attach_pump(&h->box->at, &io, dock_mono_ms() + 100, &e);
+        int r = dock_attach_pump(&h->box->at, &io, (int64_t)clock_mono_ms() + 100, &e);
         dock_sf_reply_done(&rep);
         if (r != 0 || h->box->at.eof)
             mark_dead(h, classify_loss(h), "the session's container ended between calls");
@@ -234,18 +234,6 @@ static int read_back(struct dock_state *s, struct plm_session *h, enum plm_sessi
 
 /* ---- open, close, suspend --------------------------------------------------------------------- */
 
-static int gate(struct dock_state *s, enum plm_tier floor, struct plm_err *err)
-{
-    if (tier_check_floor(dock_tier(s), floor, err) < 0)
-        return -1;
-    if (atomic_load(&s->repointed))
-        return plm_refuse(err, PLM_E_ENVIRONMENT, PLM_REFUSAL_ENVIRONMENT,
-                          "an image tag now points at an image this daemon did not prove at startup; nothing ran");
-    if (!atomic_load(&s->proven) || !s->id[DOCK_SESSION][0])
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the docker provider has not been proven yet");
-    return 0;
-}
-
 static void session_free(struct dock_state *s, struct plm_session *h)
 {
     if (!h)
@@ -263,11 +251,23 @@ static void session_free(struct dock_state *s, struct plm_session *h)
     free(h);
 }
 
+/* The one owner of a session being started: session_free() at scope exit unless taken. */
+struct session_hold {
+    struct dock_state *s;
+    struct plm_session *h;
+};
+static void session_hold_release(struct session_hold *x)
+{
+    session_free(x->s, x->h);
+}
+#define cleanup_session_hold __attribute__((cleanup(session_hold_release)))
+
 /* Starts one session container and waits for its agent's ready frame. */
 static int session_start(struct dock_state *s, uint64_t disk_bytes, const char *const *langs, int64_t label,
                          struct plm_session **out, struct plm_err *err)
 {
-    struct plm_session *h = calloc(1, sizeof *h);
+    struct session_hold sh cleanup_session_hold = {.s = s, .h = calloc(1, sizeof *sh.h)};
+    struct plm_session *h = sh.h;
     if (!h)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory opening a session");
     h->st = s;
@@ -290,33 +290,27 @@ static int session_start(struct dock_state *s, uint64_t disk_bytes, const char *
     /* Every session container gets its grant directory when the provider proved grant sockets:
      * a mount cannot be added later, and a pool member may serve any session. */
     if (atomic_load(&s->grants_proven) && s->hs_base[0] &&
-        dock_sg_dir_make(s->hs_base, h->grant_dir, sizeof h->grant_dir, err) < 0) {
-        free(h);
+        dock_sg_dir_make(s->hs_base, h->grant_dir, sizeof h->grant_dir, err) < 0)
         return plm_err_wrap(err, "session grant directory");
-    }
     struct dock_grant_paths g = {.session_dir = h->grant_dir};
-    if (dock_box_start(s, DOCK_SESSION, cmd, n, h->grant_dir[0] ? &g : NULL, &l, label, &h->box, err) < 0) {
-        dock_sg_dir_remove(h->grant_dir);
-        free(h);
+    if (dock_box_start(s, DOCK_SESSION, cmd, n, h->grant_dir[0] ? &g : NULL, &l, label, &h->box, err) < 0)
         return plm_err_wrap(err, "session container");
-    }
     /* What the agent wrote after the marker while starting is the first of its stdout. */
     dock_bytes_add(&h->in, h->box->early_out.data, h->box->early_out.len);
     struct dock_sf_reply rep = {0};
     struct chan_ctx c = {.h = h, .rep = &rep};
     struct dock_io io = {.sink = chan_sink, .stop = chan_stop, .ctx = &c};
-    int r = dock_attach_pump(&h->box->at, &io, dock_mono_ms() + READY_MS, err);
+    int r = dock_attach_pump(&h->box->at, &io, (int64_t)clock_mono_ms() + READY_MS, err);
     bool ready = c.state == 1 && rep.status == DOCK_SF_READY && rep.id == 0;
     h->agent_grants = ready && rep.grants; /* said before any guest code ran */
     dock_sf_reply_done(&rep);
     if (!ready) {
-        session_free(s, h);
         if (r < 0)
             return plm_err_wrap(err, "session agent");
         return plm_fail(err, 0, PLM_E_INTERNAL, "the session's agent did not report ready within %d s",
                         READY_MS / 1000);
     }
-    *out = h;
+    *out = take_ptr(&sh.h);
     return 0;
 }
 
@@ -349,11 +343,11 @@ int dock_session_open(struct plm_provider *p, const struct plm_session_spec *spe
 {
     struct dock_state *s = state_of(p);
     *out = NULL;
-    if (gate(s, spec->floor, err) < 0)
+    if (dock_session_gate(s, spec->floor, err) < 0)
         return -1;
     struct plm_session *h = pool_take(s, spec->disk_bytes);
     /* The container's label deadline is the session's end (plus slack), for the deadline sweep. */
-    int64_t label = dock_unix_ms() / 1000 + (int64_t)(spec->lifetime_ms / 1000) + LABEL_SLACK_S;
+    int64_t label = clock_unix_ms() / 1000 + (int64_t)(spec->lifetime_ms / 1000) + LABEL_SLACK_S;
     if (!h && session_start(s, spec->disk_bytes, spec->languages, label, &h, err) < 0)
         return -1;
     /* What is proven now is what every call is checked against (a pool member included). */
@@ -388,7 +382,7 @@ static void *pool_main(void *arg)
         pthread_mutex_unlock(&s->spool_mu);
         struct plm_session *h = NULL;
         struct plm_err e = {0};
-        int r = session_start(s, disk, NULL, dock_unix_ms() / 1000 + POOL_LABEL_S, &h, &e);
+        int r = session_start(s, disk, NULL, clock_unix_ms() / 1000 + POOL_LABEL_S, &h, &e);
         pthread_mutex_lock(&s->spool_mu);
         if (r == 0 && !s->spool_stop && s->n_spool < s->spool_target) {
             s->spool[s->n_spool++] = h;
@@ -479,20 +473,19 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
                       const struct dock_sg_call *g, struct dock_sf_reply *rep, int64_t *ms, enum plm_session_end *ended,
                       struct plm_err *err)
 {
-    if (gate(s, ctx->floor, err) < 0 || chan_check_idle(h, ended, err) < 0 || read_back(s, h, ended, err) < 0 ||
-        resume(h, ended, err) < 0)
+    if (dock_session_gate(s, ctx->floor, err) < 0 || chan_check_idle(h, ended, err) < 0 ||
+        read_back(s, h, ended, err) < 0 || resume(h, ended, err) < 0)
         return -1;
-    uint8_t *frame = NULL;
+    uint8_t *frame cleanup_free = NULL;
     size_t len = 0;
     uint64_t id = h->next_id++;
     if (dock_sf_request(id, op, lang, code, files, n_files, ctx->timeout_ms, LIM_OUTPUT_MAX, g ? g->sock_in : NULL,
                         g ? g->preload_in : NULL, &frame, &len) < 0)
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "the call could not be encoded (not UTF-8?)");
-    int64_t t0 = dock_mono_ms();
+    int64_t t0 = (int64_t)clock_mono_ms();
     bool sent = false;
     int r = chan_call(h, frame, len, id, t0 + ctx->timeout_ms + CALL_SLACK_MS, rep, &sent, ended, err);
-    free(frame);
-    *ms = dock_mono_ms() - t0;
+    *ms = (int64_t)clock_mono_ms() - t0;
     if (r < 0) {
         if (!sent) /* not a byte of the call left: it did not run */
             err->refusal = PLM_REFUSAL_REQUEST, err->kind = PLM_E_ENDED;
@@ -502,19 +495,17 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
         *ended = PLM_END_DISK_EXCEEDED; /* measured after the call; the call's own result stands */
         mark_dead(h, PLM_END_DISK_EXCEEDED, "the session's files exceeded SANDBOX_SESSION_DISK_MB");
     }
-    if (rep->status == DOCK_SF_FILES) {
-        int rr = plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
-                            "file %u of %zu could not be written (%s); the code did not run", rep->file + 1, n_files,
-                            rep->errno_name);
-        dock_sf_reply_done(rep);
-        return rr;
-    }
-    if (rep->status == DOCK_SF_NOINTERP) {
-        dock_sf_reply_done(rep);
-        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_ENVIRONMENT,
-                          "the session image cannot start a %s interpreter", lang ? lang : "node");
-    }
-    return 0;
+    if (rep->status != DOCK_SF_FILES && rep->status != DOCK_SF_NOINTERP)
+        return 0;
+    /* the agent refused before the code ran: the reply carries nothing for the caller */
+    int rr = rep->status == DOCK_SF_FILES
+                 ? plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
+                              "file %u of %zu could not be written (%s); the code did not run", rep->file + 1, n_files,
+                              rep->errno_name)
+                 : plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_ENVIRONMENT,
+                              "the session image cannot start a %s interpreter", lang ? lang : "node");
+    dock_sf_reply_done(rep);
+    return rr;
 }
 
 static int identity(struct dock_state *s, struct plm_result *out, struct plm_err *err)
@@ -534,9 +525,9 @@ int dock_session_run_cell(struct plm_provider *p, struct plm_session *h, const s
     if (!lang || (strcmp(lang, "python") != 0 && strcmp(lang, "javascript") != 0))
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "cell language must be javascript or python");
     if (!strcmp(lang, "python") && !atomic_load(&s->session_python_proven))
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                           "a Python cell, and the startup proof found no python3 with numpy, pandas and matplotlib "
-                           "in the session image (see the evidence card); nothing ran");
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
+                          "a Python cell, and the startup proof found no python3 with numpy, pandas and matplotlib "
+                          "in the session image (see the evidence card); nothing ran");
     size_t len = req->cell.code ? strnlen(req->cell.code, LIM_CODE_MAX + 1) : 0;
     if (len > LIM_CODE_MAX)
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be at most %u bytes", LIM_CODE_MAX);
@@ -641,13 +632,13 @@ void dock_session_sweep(struct dock_state *s)
 
 /* One cell in a fresh session container, then the container is removed: the startup proofs'
  * way into the sandbox a session really gets. It runs before the provider is proven, so it
- * bypasses gate() (which refuses until then) and the pool. The reply's bytes move into *out. */
+ * bypasses dock_session_gate() (which refuses until then) and the pool. The reply's bytes move into *out. */
 int dock_session_probe_cell(struct dock_state *s, const char *lang, const char *code, uint32_t timeout_ms,
                             struct plm_step_result *out, struct plm_err *err)
 {
     const char *langs[] = {lang, NULL};
     struct plm_session *h = NULL;
-    if (session_start(s, 0, langs, dock_unix_ms() / 1000 + timeout_ms / 1000 + LABEL_SLACK_S, &h, err) < 0)
+    if (session_start(s, 0, langs, clock_unix_ms() / 1000 + timeout_ms / 1000 + LABEL_SLACK_S, &h, err) < 0)
         return -1;
     uint8_t *frame = NULL;
     size_t len = 0;
@@ -659,8 +650,8 @@ int dock_session_probe_cell(struct dock_state *s, const char *lang, const char *
     if (r < 0)
         r = plm_fail(err, 0, PLM_E_INTERNAL, "the probe cell could not be encoded");
     else
-        r = chan_call(h, frame, len, h->next_id, dock_mono_ms() + timeout_ms + CALL_SLACK_MS, &rep, &sent, &ended,
-                      err);
+        r = chan_call(h, frame, len, h->next_id, (int64_t)clock_mono_ms() + timeout_ms + CALL_SLACK_MS, &rep, &sent,
+                      &ended, err);
     free(frame);
     if (r == 0) {
         *out = (struct plm_step_result){.out = rep.out, .err = rep.err, .exit_code = rep.exit_code,

@@ -145,6 +145,13 @@ struct probe_io {
     struct dock_bytes out, err;
 };
 
+static void probe_io_done(struct probe_io *c)
+{
+    dock_bytes_done(&c->out);
+    dock_bytes_done(&c->err);
+}
+#define cleanup_probe_io __attribute__((cleanup(probe_io_done)))
+
 static void probe_sink(void *ctx, int stream, const uint8_t *p, size_t n)
 {
     struct probe_io *c = ctx;
@@ -160,7 +167,7 @@ static bool probe_done(void *ctx)
 #define CARD(ev, name, expected, ok, ...)                                                                              \
     do {                                                                                                               \
         if (ev_add_check(ev, name, expected, ok, __VA_ARGS__) < 0)                                                     \
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");                        \
+            return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");                                             \
     } while (0)
 
 static int judge_tmpfs(struct dock_state *s, const struct kvs *o, const char *dir, uint32_t mb, struct plm_evidence *ev,
@@ -221,8 +228,8 @@ static const char *const sentry_calls[] = {
     "perf_event_open", "keyctl",           "add_key",           "request_key",      "unshare",
     "setns",           "clone3",           "name_to_handle_at", "open_by_handle_at"};
 
-static int judge_probe(struct dock_state *s, const struct kvs *o, const struct host_cg *h, const struct dock_gvisor *gv,
-                       struct plm_evidence *ev, struct plm_err *err)
+/* The walls: root filesystem, network, sockets, identity, privileges. */
+static int judge_walls(struct dock_state *s, const struct kvs *o, struct plm_evidence *ev, struct plm_err *err)
 {
     const struct dock_lockdown *l = &s->lock;
     char u[64], want[128];
@@ -255,6 +262,13 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
     CARD(ev, "probe.privileges", s->runsc ? "no capabilities" : "no capabilities; no_new_privs set",
          nocaps && (s->runsc || !strcmp(kv(o, "nonewprivs"), "1")), "CapEff %s CapBnd %s NoNewPrivs %s",
          kv(o, "capeff"), kv(o, "capbnd"), kv(o, "nonewprivs"));
+    return 0;
+}
+
+/* Who answers the guest's syscalls: gVisor (runsc) or the host kernel behind seccomp (runc). */
+static int judge_kernel(struct dock_state *s, const struct kvs *o, const struct dock_gvisor *gv,
+                        struct plm_evidence *ev, struct plm_err *err)
+{
     char host_rel[128];
     ev_kernel_release(host_rel, sizeof host_rel);
     if (s->runsc) {
@@ -275,6 +289,15 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
              !strcmp(kv(o, "seccomp"), "2") && failed(kv(o, "syslog")), "Seccomp %s, syslog %s", kv(o, "seccomp"),
              kv(o, "syslog"));
     }
+    return 0;
+}
+
+/* The limits: rlimits, the host cgroup's pids, memory and CPU, the tmpfs sizes, the writable mounts. */
+static int judge_limits(struct dock_state *s, const struct kvs *o, const struct host_cg *h, struct plm_evidence *ev,
+                        struct plm_err *err)
+{
+    const struct dock_lockdown *l = &s->lock;
+    char want[128];
     CARD(ev, "probe.rlimits", "core 0:0, nofile 4096:4096",
          !strcmp(kv(o, "rlimit_core"), "0:0") && !strcmp(kv(o, "rlimit_nofile"), "4096:4096"), "core %s, nofile %s",
          kv(o, "rlimit_core"), kv(o, "rlimit_nofile"));
@@ -307,6 +330,13 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
     for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save), n++)
         w_ok = w_ok && (!strcmp(t, "/tmp") || !strcmp(t, "/dev/shm") || !strcmp(t, "/work"));
     CARD(ev, "probe.writable", "writable mounts exactly /tmp, /dev/shm, /work", w_ok && n == 3, "%s", w);
+    return 0;
+}
+
+/* Escape syscalls, each made by the probe with arguments that would succeed if allowed. */
+static int judge_escapes(struct dock_state *s, const struct kvs *o, struct plm_evidence *ev, struct plm_err *err)
+{
+    char want[128];
     /* Escape syscalls, made with arguments that would succeed if allowed. */
     char allowed[160] = "", sentry[160] = "";
     size_t n_fail = 0, n_host = 0;
@@ -341,21 +371,31 @@ static int judge_probe(struct dock_state *s, const struct kvs *o, const struct h
     return 0;
 }
 
+/* Every verdict on what the probe saw; each stage adds its card lines. */
+static int judge_probe(struct dock_state *s, const struct kvs *o, const struct host_cg *h, const struct dock_gvisor *gv,
+                       struct plm_evidence *ev, struct plm_err *err)
+{
+    if (judge_walls(s, o, ev, err) < 0 || judge_kernel(s, o, gv, ev, err) < 0 || judge_limits(s, o, h, ev, err) < 0 ||
+        judge_escapes(s, o, ev, err) < 0)
+        return -1;
+    return 0;
+}
+
 static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_err *err)
 {
     static const char *const cmd[] = {DOCK_PROBE_PATH, "/tmp", "/dev/shm", "/work"};
     struct dock_box *b = NULL;
     if (dock_box_acquire(s, DOCK_PROJECT, cmd, 4, false, NULL, &b, err) < 0)
         return plm_err_wrap(err, "probe container");
-    struct probe_io c = {.out = {.max = 64 * 1024}, .err = {.max = 16 * 1024}};
+    struct probe_io c cleanup_probe_io = {.out = {.max = 64 * 1024}, .err = {.max = 16 * 1024}};
     dock_bytes_add(&c.out, b->early_out.data, b->early_out.len);
     struct dock_io io = {.close_in = true, .sink = probe_sink, .stop = probe_done, .ctx = &c};
-    int r = dock_attach_pump(&b->at, &io, dock_mono_ms() + 15000, err);
+    int r = dock_attach_pump(&b->at, &io, (int64_t)clock_mono_ms() + 15000, err);
     struct host_cg h;
     memset(&h, 0, sizeof h);
     struct dock_gvisor gv;
     dock_gvisor_observe(0, "", &gv);
-    json_t *ins = NULL;
+    json_t *ins cleanup_json = NULL;
     if (r >= 0 && probe_done(&c) && dock_container_inspect(&s->eng, b->id, &ins, err) == 0) {
         json_t *pid = json_object_get(json_object_get(ins, "State"), "Pid");
         host_limits(json_is_integer(pid) ? (long)json_integer_value(pid) : 0, b->id, !strcmp(s->cgroup_version, "2"),
@@ -364,19 +404,13 @@ static int run_probe(struct dock_state *s, struct plm_evidence *ev, struct plm_e
         if (s->runsc) /* the probe still runs: its stubs show the platform */
             dock_gvisor_observe(json_is_integer(pid) ? (long)json_integer_value(pid) : 0, b->id, &gv);
     }
-    json_decref(ins);
     bool done = probe_done(&c);
     dock_box_release(s, b);
-    if (r < 0 || !done) {
-        dock_bytes_done(&c.out);
-        dock_bytes_done(&c.err);
+    if (r < 0 || !done)
         return r < 0 ? plm_err_wrap(err, "probe container")
-                     : plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "the probe did not finish within 15 s");
-    }
+                     : plm_fail(err, 0, PLM_E_INTERNAL, "the probe did not finish within 15 s");
     static struct kvs o; /* startup only, one caller */
     kv_parse(c.out.data, c.out.len, &o);
-    dock_bytes_done(&c.out);
-    dock_bytes_done(&c.err);
     return judge_probe(s, &o, &h, &gv, ev, err);
 }
 
@@ -419,7 +453,7 @@ static int run_snippet(struct dock_state *s, struct plm_evidence *ev, struct plm
             ran && root && strcmp(root, "ok") && u && !strcmp(u, uid) && w && !strcmp(w, "/dev/shm,/tmp") && ifs &&
                 !strcmp(ifs, "lo"),
             "root %s uid %s writable %s ifaces %s", root ? root : "?", u ? u : "?", w ? w : "?", ifs ? ifs : "?") < 0)
-        rc = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        rc = plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     json_decref(j);
     plm_result_done(&res);
     return rc;
@@ -480,7 +514,7 @@ static int run_project(struct dock_state *s, struct plm_evidence *ev, struct plm
                      denied[1] ? "denied" : "open", denied[2] ? "denied" : "open", denied[3] ? "denied" : "open") < 0 ||
         ev_add_check(ev, "project.forged_report", "a frame printed by a step stays step output; the MAC decides",
                      done && forged_kept, forged_kept ? "ignored, kept as step output" : "not observed") < 0)
-        rc = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        rc = plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     plm_result_done(&res);
     return rc;
 }
@@ -574,13 +608,13 @@ static int run_grants(struct dock_state *s, struct plm_evidence *ev, struct plm_
                          obs_p) < 0 ||
             ev_add_confinement(ev, "grants: a per-run unix socket at " DOCK_HS_SOCK_IN
                                    " and the client at " DOCK_HS_PRELOAD_IN " (read-only); NetworkMode stays none") < 0)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+            return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
         atomic_store(&s->grants_proven, true);
         return 0;
     }
     /* Not a failed check (that would stop startup): a line saying why grants are refused. */
     if (ev_add_confinement(ev, "grants off: %.110s", *why ? why : !ok_s ? obs_s : obs_p) < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     return 0;
 }
 
@@ -604,9 +638,9 @@ static void runsc_version(const char *path, char *out, size_t cap)
     if (r == 0) {
         char buf[256];
         size_t have = 0;
-        int64_t deadline = dock_mono_ms() + 5000;
+        int64_t deadline = (int64_t)clock_mono_ms() + 5000;
         struct pollfd pf = {p[0], POLLIN, 0};
-        while (have < sizeof buf - 1 && dock_mono_ms() < deadline && poll(&pf, 1, 100) >= 0) {
+        while (have < sizeof buf - 1 && (int64_t)clock_mono_ms() < deadline && poll(&pf, 1, 100) >= 0) {
             if (!(pf.revents & (POLLIN | POLLHUP)))
                 continue;
             ssize_t n = read(p[0], buf + have, sizeof buf - 1 - have);
@@ -640,7 +674,7 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
         snprintf(ev->runtime_version, sizeof ev->runtime_version, "%.60s",
                  *s->runc_version ? s->runc_version : "unknown");
     ev_kernel_release(ev->kernel_release, sizeof ev->kernel_release);
-    ev->checked_unix_ms = dock_unix_ms();
+    ev->checked_unix_ms = clock_unix_ms();
     if (ev_add_check(ev, "preflight.runtime",
                      s->runsc ? "runsc registered; its path's basename is runsc" : "runtime registered with dockerd",
                      true, "%s -> %.120s", s->runtime, s->runtime_path) < 0 ||
@@ -649,7 +683,7 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
                      s->posture.why) < 0 ||
         ev_add_check(ev, "preflight.images", "present, launched by ID, no VOLUME, ENV free of loader variables", true,
                      "snippet %.19s, project %.19s", s->id[DOCK_SNIPPET], s->id[DOCK_PROJECT]) < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     if (run_probe(s, ev, err) < 0 || run_snippet(s, ev, err) < 0 || run_project(s, ev, err) < 0 ||
         dock_python_proof(s, ev, err) < 0 || (s->ref[DOCK_SESSION][0] && dock_session_python_proof(s, ev, err) < 0) ||
         run_grants(s, ev, err) < 0 || (s->ref[DOCK_MODULE][0] && dock_module_proof(s, ev, err) < 0))
@@ -660,12 +694,11 @@ int dock_smoke(struct dock_state *s, struct plm_err *err)
                            s->cgroup_version) < 0 ||
         ev_add_confinement(ev, "image snippet %s", s->id[DOCK_SNIPPET]) < 0 ||
         ev_add_confinement(ev, "image project %s", s->id[DOCK_PROJECT]) < 0)
-        return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "evidence card full");
+        return plm_fail(err, 0, PLM_E_INTERNAL, "evidence card full");
     for (size_t i = 0; i < ev->n_checks; i++)
         if (!ev->checks[i].passed)
-            return plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE,
-                               "startup proof failed: %s: expected %s; observed %s", ev->checks[i].name,
-                               ev->checks[i].expected, ev->checks[i].observed);
+            return plm_fail(err, 0, PLM_E_INTERNAL, "startup proof failed: %s: expected %s; observed %s",
+                            ev->checks[i].name, ev->checks[i].expected, ev->checks[i].observed);
     ev->tier = s->runsc ? PLM_TIER_KERNEL : PLM_TIER_CONTAINER;
     ev_seal(ev);
     s->card[1] = *ev;

@@ -39,6 +39,13 @@ static void snip_sink(void *ctx, int stream, const uint8_t *p, size_t n)
     dock_endline_feed(&c->s[stream == DOCK_STDERR], c->end, p, n);
 }
 
+static void snip_io_done(struct snip_io *c)
+{
+    dock_bytes_done(&c->s[0].keep);
+    dock_bytes_done(&c->s[1].keep);
+}
+#define cleanup_snip_io __attribute__((cleanup(snip_io_done)))
+
 static bool snip_done(void *ctx)
 {
     struct snip_io *c = ctx;
@@ -80,7 +87,7 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
     struct dock_box *b = NULL;
     if (dock_box_acquire(s, DOCK_SNIPPET, NULL, 0, true, g, &b, err) < 0)
         return plm_err_wrap(err, "snippet");
-    struct snip_io c = {.end = b->end};
+    struct snip_io c cleanup_snip_io = {.end = b->end};
     c.s[0].keep.max = c.s[1].keep.max = LIM_OUTPUT_MAX;
     /* Output that came after the marker while the container started belongs to the run. */
     snip_sink(&c, DOCK_STDOUT, b->early_out.data, b->early_out.len);
@@ -91,9 +98,9 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
                          .sink = snip_sink,
                          .stop = snip_done,
                          .ctx = &c};
-    int64_t t0 = dock_mono_ms();
+    int64_t t0 = (int64_t)clock_mono_ms();
     int r = dock_attach_pump(&b->at, &io, t0 + timeout, err);
-    int64_t status = 0, dur = dock_mono_ms() - t0;
+    int64_t status = 0, dur = (int64_t)clock_mono_ms() - t0;
     bool ended = snip_done(&c), have_exit = false;
     if (ended && c.s[0].status_ok) {
         have_exit = true; /* the start script reported the command's status after its output */
@@ -108,11 +115,8 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
     dock_box_release(s, b);
     dock_endline_flush(&c.s[0]);
     dock_endline_flush(&c.s[1]);
-    if (r < 0) {
-        dock_bytes_done(&c.s[0].keep);
-        dock_bytes_done(&c.s[1].keep);
+    if (r < 0)
         return plm_err_wrap(err, "snippet: the container's stream failed");
-    }
     switch (dock_snippet_classify(true, deadline_passed, have_exit)) {
     case DOCK_SNIP_TIMED_OUT:
         out->js.timed_out = true;
@@ -122,11 +126,9 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
     case DOCK_SNIP_NOT_STARTED:
     case DOCK_SNIP_NO_MARKER:
     case DOCK_SNIP_LOST:
-        dock_bytes_done(&c.s[0].keep);
-        dock_bytes_done(&c.s[1].keep);
         if (ended)
-            return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                               "snippet: the end line carried no exit status (forged by the guest?)");
+            return plm_fail(err, 0, PLM_E_UNAVAILABLE,
+                            "snippet: the end line carried no exit status (forged by the guest?)");
         return plm_err_wrap(err, "snippet: the container ended without an exit status");
     }
     out->kind = PLM_KIND_JAVASCRIPT;
@@ -136,6 +138,6 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
     dock_bytes_take(&c.s[1].keep, &out->js.err);
     out->duration_ms = dur;
     if (dock_result_identity(s, DOCK_SNIPPET, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return 0;
 }

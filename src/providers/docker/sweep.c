@@ -1,5 +1,6 @@
-/* sweep.c: the provider's background threads.
- * Owns: the removal queue and its reaper threads (every container a run used is removed there,
+/* sweep.c: the provider's background threads. It calls down to the pool (launch.c) and the
+ * removal queue (reap.c); neither calls back.
+ * Owns: the reaper threads that drain the removal queue (reap.c) (every container a run used is removed there,
  * off the request path: a force removal of a container that is still exiting costs dockerd
  * 150-600 ms); one maintenance thread for the periodic sweep of labelled containers past their
  * deadline, the periodic preflight refresh (so the tier reacts to dockerd going away without
@@ -20,43 +21,6 @@
 #define TICK_MS 1000
 #define REFRESH_MS 5000
 #define SWEEP_MS 60000
-#define PENDING_MAX 4096
-
-void dock_queue_removal(struct dock_state *s, const char *id)
-{
-    pthread_mutex_lock(&s->mu);
-    if (s->n_pending == s->cap_pending && s->cap_pending < PENDING_MAX) {
-        size_t cap = s->cap_pending ? s->cap_pending * 2 : 16;
-        void *q = reallocarray(s->pending, cap, sizeof *s->pending);
-        if (q) {
-            s->pending = q;
-            s->cap_pending = cap;
-        }
-    }
-    bool queued = s->n_pending < s->cap_pending;
-    if (queued) {
-        snprintf(s->pending[s->n_pending++], sizeof s->pending[0], "%s", id);
-        pthread_cond_signal(&s->reap_cv);
-    }
-    bool reapers = s->n_reapers > 0;
-    pthread_mutex_unlock(&s->mu);
-    if (!queued || !reapers) {
-        /* No reaper to hand it to (the startup proof runs before they exist, or the queue is
-         * full): remove it here. If dockerd does not answer, it stays queued for the reapers or
-         * for dock_bg_stop(); past that, the labelled sweep of a later start reaps it. */
-        struct plm_err e = {0};
-        if (dock_container_remove(&s->eng, id, queued ? 1 : 3, &e) == 0 && queued) {
-            pthread_mutex_lock(&s->mu);
-            for (size_t i = 0; i < s->n_pending; i++)
-                if (!strcmp(s->pending[i], id)) {
-                    memmove(&s->pending[i], &s->pending[i + 1], (s->n_pending - i - 1) * sizeof *s->pending);
-                    s->n_pending--;
-                    break;
-                }
-            pthread_mutex_unlock(&s->mu);
-        }
-    }
-}
 
 static void *reaper_main(void *arg)
 {
@@ -98,7 +62,7 @@ int dock_sweep(struct dock_state *s, struct plm_err *err)
                        DOCK_API "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22" DOCK_LABEL "%22%5D%7D", NULL,
                        200, 10000, 8 * 1024 * 1024, &list, err) < 0)
         return -1;
-    int64_t now = dock_unix_ms() / 1000;
+    int64_t now = clock_unix_ms() / 1000;
     size_t i;
     json_t *c;
     int reaped = 0;
@@ -124,11 +88,11 @@ int dock_sweep(struct dock_state *s, struct plm_err *err)
 static void *bg_main(void *arg)
 {
     struct dock_state *s = arg;
-    int64_t next_refresh = dock_mono_ms() + REFRESH_MS, next_sweep = dock_mono_ms() + SWEEP_MS;
+    int64_t next_refresh = (int64_t)clock_mono_ms() + REFRESH_MS, next_sweep = (int64_t)clock_mono_ms() + SWEEP_MS;
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         pthread_mutex_unlock(&s->mu);
-        int64_t now = dock_mono_ms();
+        int64_t now = (int64_t)clock_mono_ms();
         if (now >= next_refresh) {
             struct plm_err e = {0};
             dock_preflight(s, &e); /* updates readiness and the verified runtime either way */
@@ -183,8 +147,7 @@ int dock_bg_start(struct dock_state *s, struct plm_err *err)
         int r = pthread_create(&s->reapers[i], NULL, reaper_main, s);
         if (r != 0) {
             dock_bg_stop(s);
-            return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start a docker reaper thread: %s",
-                               strerror(r));
+            return plm_fail(err, r, PLM_E_INTERNAL, "start a docker reaper thread: %s", strerror(r));
         }
         pthread_mutex_lock(&s->mu);
         s->n_reapers++;
@@ -193,30 +156,20 @@ int dock_bg_start(struct dock_state *s, struct plm_err *err)
     int r = pthread_create(&s->bg, NULL, bg_main, s);
     if (r != 0) {
         dock_bg_stop(s);
-        return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start the docker background thread: %s",
-                           strerror(r));
+        return plm_fail(err, r, PLM_E_INTERNAL, "start the docker background thread: %s", strerror(r));
     }
     s->bg_started = true;
     for (int i = 0; i < DOCK_FILLERS; i++) {
         r = pthread_create(&s->fillers[i], NULL, filler_main, s);
         if (r != 0) {
             dock_bg_stop(s);
-            return plm_err_set(err, r, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "start a docker pool filler thread: %s",
-                               strerror(r));
+            return plm_fail(err, r, PLM_E_INTERNAL, "start a docker pool filler thread: %s", strerror(r));
         }
         pthread_mutex_lock(&s->mu);
         s->n_fillers++;
         pthread_mutex_unlock(&s->mu);
     }
     return 0;
-}
-
-void dock_bg_kick(struct dock_state *s)
-{
-    pthread_mutex_lock(&s->mu);
-    s->fill_kick = true;
-    pthread_cond_broadcast(&s->fill_cv);
-    pthread_mutex_unlock(&s->mu);
 }
 
 void dock_bg_stop(struct dock_state *s)

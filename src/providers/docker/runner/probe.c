@@ -104,14 +104,14 @@ static void first_line(const char *key, const char *const *paths)
     for (; *paths; paths++) {
         FILE *f = fopen(*paths, "r");
         char line[128];
-        if (f && fgets(line, sizeof line, f)) {
-            line[strcspn(line, "\n")] = 0;
+        int got = f && fgets(line, sizeof line, f);
+        if (f)
             fclose(f);
+        if (got) {
+            line[strcspn(line, "\n")] = 0;
             out(key, line);
             return;
         }
-        if (f)
-            fclose(f);
     }
     out(key, "unavailable");
 }
@@ -353,13 +353,19 @@ static void syscalls(void)
     res("sys.ptrace", syscall(SYS_ptrace, PTRACE_TRACEME, 0, NULL, NULL));
 }
 
-static void sockets(void)
+/* Opens and closes one socket, recording whether the kernel allowed it. */
+static void try_socket(const char *key, int domain, int type)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    res("sock.unix", fd);
+    int fd = socket(domain, type | SOCK_CLOEXEC, 0);
+    res(key, fd);
     if (fd >= 0)
         close(fd);
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+
+static void sockets(void)
+{
+    try_socket("sock.unix", AF_UNIX, SOCK_STREAM);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     res("sock.inet", fd);
     if (fd >= 0) {
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(80), .sin_addr = {htonl(0x01010101)}};
@@ -368,18 +374,9 @@ static void sockets(void)
     } else {
         out("connect.inet", "no-socket");
     }
-    fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    res("sock.inet6", fd);
-    if (fd >= 0)
-        close(fd);
-    fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0);
-    res("sock.netlink", fd);
-    if (fd >= 0)
-        close(fd);
-    fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-    res("sock.packet", fd);
-    if (fd >= 0)
-        close(fd);
+    try_socket("sock.inet6", AF_INET6, SOCK_DGRAM);
+    try_socket("sock.netlink", AF_NETLINK, SOCK_RAW);
+    try_socket("sock.packet", AF_PACKET, SOCK_RAW);
 }
 
 int main(int argc, char **argv)

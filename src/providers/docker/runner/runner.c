@@ -158,13 +158,10 @@ static int open_parent(int root, const char *path, int create, const char **base
         size_t len = (size_t)(e - s);
         memcpy(seg, s, len);
         seg[len] = 0;
-        if (create && mkdirat(dir, seg, 0755) < 0 && errno != EEXIST) {
-            int saved = errno;
-            close(dir);
-            errno = saved;
-            return -1;
-        }
-        int next = openat(dir, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* a failed mkdirat leaves next at -1 with its errno: one close of dir either way */
+        int next = create && mkdirat(dir, seg, 0755) < 0 && errno != EEXIST
+                       ? -1
+                       : openat(dir, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int saved = errno;
         close(dir);
         if (next < 0) {
@@ -444,6 +441,25 @@ struct artifact {
 
 /* Regular files under /work only, opened component by component with O_NOFOLLOW; a missing,
  * linked or special file is skipped silently; capture stops at the first file past the budget. */
+/* A regular file's bytes, if they fit in room: 0 read, 1 over the budget, -1 not a readable
+ * regular file (skipped). Closes nothing: fd stays the caller's. */
+static int read_artifact(int fd, size_t room, uint8_t **data, size_t *size)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0)
+        return -1;
+    *size = (size_t)st.st_size;
+    if (*size > room)
+        return 1;
+    *data = malloc(*size ? *size : 1);
+    if (!*data || (*size && read_exact(fd, *data, *size) < 0)) {
+        free(*data);
+        *data = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static size_t collect_artifacts(int root, const struct plan *pl, struct artifact *out, int *truncated)
 {
     size_t n = 0, total = 0;
@@ -459,24 +475,16 @@ static size_t collect_artifacts(int root, const struct plan *pl, struct artifact
         close(dir);
         if (fd < 0)
             continue;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
-            close(fd);
-            continue;
-        }
-        size_t size = (size_t)st.st_size;
-        if (size > RW_ARTIFACT_TOTAL_MAX - total) {
-            close(fd);
+        uint8_t *data = NULL;
+        size_t size = 0;
+        int r = read_artifact(fd, RW_ARTIFACT_TOTAL_MAX - total, &data, &size);
+        close(fd);
+        if (r > 0) {
             *truncated = 1;
             break;
         }
-        uint8_t *data = malloc(size ? size : 1);
-        if (!data || (size && read_exact(fd, data, size) < 0)) {
-            free(data);
-            close(fd);
+        if (r < 0)
             continue;
-        }
-        close(fd);
         total += size;
         out[n++] = (struct artifact){path, data, size};
     }
@@ -532,6 +540,31 @@ static int report_error(const char *msg)
     return r;
 }
 
+/* Reads the plan that follows the key on stdin to its end, then points stdin at /dev/null so that
+ * no step inherits the key's channel. NULL, or why the plan could not be read. */
+static const char *read_plan(struct buf *plan_buf)
+{
+    for (;;) {
+        if (buf_reserve(plan_buf, 65536) < 0 && buf_reserve(plan_buf, 1) < 0)
+            return "the plan exceeds its size limit";
+        size_t room = plan_buf->cap - plan_buf->len;
+        ssize_t r = read(0, plan_buf->p + plan_buf->len, room);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return "could not read the plan";
+        if (r == 0)
+            break;
+        plan_buf->len += (size_t)r;
+    }
+    int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        close(nul);
+    }
+    return NULL;
+}
+
 int main(void)
 {
     /* Before anything else: a same-uid step must not reach our memory or descriptors. */
@@ -549,24 +582,9 @@ int main(void)
         return 2;
     }
     struct buf plan_buf = {.max = RW_PLAN_MAX};
-    for (;;) {
-        if (buf_reserve(&plan_buf, 65536) < 0 && buf_reserve(&plan_buf, 1) < 0)
-            return report_error("the plan exceeds its size limit") < 0 ? 4 : 0;
-        size_t room = plan_buf.cap - plan_buf.len;
-        ssize_t r = read(0, plan_buf.p + plan_buf.len, room);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return report_error("could not read the plan") < 0 ? 4 : 0;
-        if (r == 0)
-            break;
-        plan_buf.len += (size_t)r;
-    }
-    int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (nul >= 0) {
-        dup2(nul, 0);
-        close(nul);
-    }
+    const char *why = read_plan(&plan_buf);
+    if (why)
+        return report_error(why) < 0 ? 4 : 0;
     struct plan pl = {0};
     if (plan_decode(plan_buf.p, plan_buf.len, &pl) < 0)
         return report_error("could not decode the plan") < 0 ? 4 : 0;
