@@ -64,7 +64,7 @@ static int ops_preflight(struct plm_provider *p, struct plm_err *err)
 {
     /* (spec) no API call: the key and the configuration were checked by the constructor */
     if (!st(p)->api_key[0])
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "e2b: E2B_API_KEY is not set");
+        return plm_fail(err, 0, PLM_E_INVALID, "e2b: E2B_API_KEY is not set");
     return 0;
 }
 
@@ -88,7 +88,7 @@ static int ops_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, con
 {
     int rc = e2b_run_snippet(st(p), ctx, req, out, err);
     if (rc == 0 && fix_environment(p, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return rc;
 }
 
@@ -97,7 +97,7 @@ static int ops_run_project(struct plm_provider *p, const struct plm_run_ctx *ctx
 {
     int rc = e2b_run_project(st(p), ctx, req, out, err);
     if (rc == 0 && fix_environment(p, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return rc;
 }
 
@@ -175,7 +175,7 @@ static const struct plm_provider_ops e2b_ops = {
     .destroy = ops_destroy,
 };
 
-#define CFG_ERR(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, __VA_ARGS__)
+#define CFG_ERR(err, ...) plm_fail(err, 0, PLM_E_INVALID, __VA_ARGS__)
 
 static int copy_var(const char *var, const char *v, char *dst, size_t cap, struct plm_err *err)
 {
@@ -276,7 +276,7 @@ struct plm_provider *e2b_provider_new(const struct e2b_config *cfg, struct plm_e
     if (!s || !p) {
         free(s);
         free(p);
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread of ours exists */

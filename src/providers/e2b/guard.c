@@ -165,10 +165,9 @@ int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, 
     struct sockaddr_storage ss;
     socklen_t sl;
     if (plm_parse_hostport(addr, &ss, &sl) < 0)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "PLIMSOLL_GUARD_ADDR=\"%s\": expected host:port, [v6]:port or :port", addr);
+        return plm_fail(err, 0, PLM_E_INVALID, "PLIMSOLL_GUARD_ADDR=\"%s\": expected host:port, [v6]:port or :port", addr);
     if (strlen(path) >= 240)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "E2B_GUARD_URL: the path is too long");
+        return plm_fail(err, 0, PLM_E_INVALID, "E2B_GUARD_URL: the path is too long");
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
@@ -176,7 +175,7 @@ int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, 
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return plm_err_set(err, e, PLM_E_INVALID, PLM_REFUSAL_NONE, "PLIMSOLL_GUARD_ADDR=%s: cannot listen: %s", addr,
+        return plm_fail(err, e, PLM_E_INVALID, "PLIMSOLL_GUARD_ADDR=%s: cannot listen: %s", addr,
                            strerror(e));
     }
     struct sockaddr_storage bound;
@@ -188,7 +187,7 @@ int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, 
     struct e2b_guard *g = calloc(1, sizeof *g);
     if (!g) {
         close(fd);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     }
     g->port = port;
     pthread_mutex_init(&g->mu, NULL);
@@ -232,7 +231,7 @@ int e2b_guard_register(struct e2b_guard *g, const struct plm_host_api *api, char
 {
     memcpy(token, "crg_", 4);
     if (e2b_random_hex(token + 4, 32) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "getrandom failed");
     struct entry e = {.api = api ? *api : (struct plm_host_api){0}};
     rec_sha256_hex(token, E2B_GUARD_TOKEN_LEN, e.key);
     pthread_mutex_lock(&g->mu);
@@ -241,7 +240,7 @@ int e2b_guard_register(struct e2b_guard *g, const struct plm_host_api *api, char
         struct entry *nv = realloc(g->v, nc * sizeof *nv);
         if (!nv) {
             pthread_mutex_unlock(&g->mu);
-            return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+            return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         }
         g->v = nv, g->cap = nc;
     }
