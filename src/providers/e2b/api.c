@@ -344,7 +344,7 @@ int e2b_reconcile_once(struct e2b_state *s, int min_age_s, struct plm_err *err)
     if (!json_is_array(j))
         return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: the sandbox list is not a JSON array");
     int killed = 0;
-    int64_t now = (int64_t)time(NULL);
+    int64_t now = clock_unix_ms() / 1000;
     size_t i;
     json_t *it;
     json_array_foreach(j, i, it)

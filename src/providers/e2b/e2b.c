@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../core/cleanup.h"
 #include "../../core/record.h"
 #include "internal.h"
 
@@ -271,11 +272,9 @@ static int configure(struct e2b_state *s, const struct e2b_config *c, struct plm
 
 struct plm_provider *e2b_provider_new(const struct e2b_config *cfg, struct plm_err *err)
 {
-    struct e2b_state *s = calloc(1, sizeof *s);
-    struct plm_provider *p = calloc(1, sizeof *p);
+    cleanup_free struct e2b_state *s = calloc(1, sizeof *s);
+    cleanup_free struct plm_provider *p = calloc(1, sizeof *p);
     if (!s || !p) {
-        free(s);
-        free(p);
         plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
@@ -290,11 +289,10 @@ struct plm_provider *e2b_provider_new(const struct e2b_config *cfg, struct plm_e
     share_init(s);
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "e2b provider");
-        state_free(s);
-        free(p);
+        state_free(take_ptr(&s)); /* its locks and the curl globals were set up */
         return NULL;
     }
     p->ops = &e2b_ops;
-    p->state = s;
-    return p;
+    p->state = take_ptr(&s);
+    return take_ptr(&p);
 }

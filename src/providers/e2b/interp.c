@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/cleanup_curl.h"
 #include "../../core/limits.h"
 #include "cellscan.h"
 
@@ -88,8 +89,8 @@ static void *reader(void *arg)
     st.sink = on_output;
     st.on_start = on_start;
     st.sink_ctx = it;
-    CURL *h = e2b_curl(it->s, it->stream_ms);
-    struct curl_slist *hd = e2b_connect_headers(&it->sb, "application/connect+json", it->stream_ms);
+    cleanup_curl CURL *h = e2b_curl(it->s, it->stream_ms);
+    cleanup_slist struct curl_slist *hd = e2b_connect_headers(&it->sb, "application/connect+json", it->stream_ms);
     char url[800];
     snprintf(url, sizeof url, "%s/process.Process/Start", it->sb.envd_base);
     CURLcode rc = CURLE_OUT_OF_MEMORY;
@@ -124,22 +125,12 @@ static void *reader(void *arg)
     pthread_cond_broadcast(&it->cv);
     pthread_mutex_unlock(&it->mu);
     e2b_stream_done(&st);
-    curl_slist_free_all(hd);
-    if (h)
-        curl_easy_cleanup(h);
     return NULL;
 }
 
 static void deadline_ts(int64_t deadline_ms, struct timespec *ts)
 {
-    int64_t left = deadline_ms - e2b_mono_ms();
-    if (left < 0)
-        left = 0;
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += left / 1000;
-    ts->tv_nsec += (left % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000)
-        ts->tv_sec++, ts->tv_nsec -= 1000000000;
+    *ts = e2b_mono_at(deadline_ms);
 }
 
 /* Under mu: waits until both markers, the stream's end, a bad marker or the budget. */

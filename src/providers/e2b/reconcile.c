@@ -45,13 +45,7 @@ static void *reconciler(void *arg)
             due = s->reconcile_at_ms;
         int64_t now = e2b_mono_ms();
         if (now < due) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t wait = due - now;
-            ts.tv_sec += wait / 1000;
-            ts.tv_nsec += (wait % 1000) * 1000000;
-            if (ts.tv_nsec >= 1000000000)
-                ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            struct timespec ts = e2b_mono_at(due);
             pthread_cond_timedwait(&s->rcv, &s->rmu, &ts);
             continue;
         }

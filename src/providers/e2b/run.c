@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/cleanup.h"
+#include "../../core/cleanup_json.h"
 #include "../../core/limits.h"
 #include "../../core/validate.h"
 #include "../../core/provider_gate.h"
@@ -32,32 +34,28 @@
 
 static char *js_literal(const char *s)
 {
-    json_t *j = json_string(s);
-    char *t = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_ESCAPE_SLASH) : NULL;
-    json_decref(j);
-    return t;
+    cleanup_json json_t *j = json_string(s);
+    return j ? json_dumps(j, JSON_ENCODE_ANY | JSON_ESCAPE_SLASH) : NULL;
 }
 
 /* send + `(0, eval)(client)`: the client runs as a classic script at global scope, as under the
  * other transports, so its names never collide with the guest's module-level declarations. */
 static char *prelude(const char *guard_url, const char *client_js)
 {
-    char *g = js_literal(guard_url), *c = js_literal(client_js);
+    cleanup_free char *g = js_literal(guard_url);
+    cleanup_free char *c = js_literal(client_js);
     char *out = NULL;
     if (g && c && asprintf(&out, GUARD_SEND_FMT "(0, eval)(%s);\n", g, c) < 0)
         out = NULL;
-    free(g);
-    free(c);
     return out;
 }
 
 char *e2b_host_module(const char *guard_url, const char *client_js)
 {
-    char *p = prelude(guard_url, client_js);
+    cleanup_free char *p = prelude(guard_url, client_js);
     char *out = NULL;
     if (p && asprintf(&out, "// plimsoll grant client (e2b egress guard)\n%s", p) < 0)
         out = NULL;
-    free(p);
     return out;
 }
 
@@ -65,11 +63,10 @@ char *e2b_snippet_text(const char *guard_url, const char *client_js, const char 
 {
     if (!client_js)
         return strdup(code);
-    char *p = prelude(guard_url, client_js);
+    cleanup_free char *p = prelude(guard_url, client_js);
     char *out = NULL;
     if (p && asprintf(&out, "%s%s", p, code) < 0)
         out = NULL;
-    free(p);
     return out;
 }
 
@@ -202,7 +199,7 @@ int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
     const struct plm_host_api *api = ctx->host_api;
-    char *text = e2b_snippet_text(s->guard_url, api ? api->client_js : NULL, req->js.code);
+    cleanup_free char *text = e2b_snippet_text(s->guard_url, api ? api->client_js : NULL, req->js.code);
     if (!text)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     struct vm vm;
@@ -211,7 +208,6 @@ int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     if (rc == 0)
         rc = snippet_in_vm(s, &vm.sb, api, text, deadline, NULL, &pr, err);
     vm_close(s, &vm);
-    free(text);
     if (rc < 0)
         return plm_err_wrap(err, "snippet");
     return snippet_result(s, &pr, out, err);
@@ -225,12 +221,11 @@ int e2b_snippet_in(struct e2b_state *s, const struct e2b_sandbox *sb, const stru
     if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
     const struct plm_host_api *api = ctx->host_api; /* a session's grant (session_grant.c) */
-    char *text = api ? e2b_snippet_text(s->guard_url, api->client_js, req->js.code) : NULL;
+    cleanup_free char *text = api ? e2b_snippet_text(s->guard_url, api->client_js, req->js.code) : NULL;
     if (api && !text)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     struct e2b_proc_result pr = {0};
     int rc = snippet_in_vm(s, sb, api, text ? text : req->js.code, deadline, cwd, &pr, err);
-    free(text);
     if (rc < 0)
         return plm_err_wrap(err, "snippet");
     return snippet_result(s, &pr, out, err);
@@ -249,33 +244,21 @@ static int upload_project(struct e2b_state *s, const struct e2b_sandbox *sb, con
                           struct plm_err *err)
 {
     size_t n = req->project.n_files;
-    struct e2b_upload *up = calloc(n + 1, sizeof *up);
-    char(*paths)[LIM_PATH_MAX + 64] = calloc(n + 1, sizeof *paths);
-    char *module = api ? e2b_host_module(s->guard_url, api->client_js) : NULL;
-    int rc = 0;
-    if (!up || !paths || (api && !module)) {
-        rc = plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
-        goto out;
-    }
+    cleanup_free struct e2b_upload *up = calloc(n + 1, sizeof *up);
+    cleanup_free char(*paths)[LIM_PATH_MAX + 64] = calloc(n + 1, sizeof *paths);
+    cleanup_free char *module = api ? e2b_host_module(s->guard_url, api->client_js) : NULL;
+    if (!up || !paths || (api && !module))
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        if (e2b_project_path(req->project.files[i].path, paths[i], sizeof paths[i]) < 0) {
-            rc = setup_failed(pr, req->project.files[i].path) < 0 ? -1 : 1;
-            goto out;
-        }
+        if (e2b_project_path(req->project.files[i].path, paths[i], sizeof paths[i]) < 0)
+            return setup_failed(pr, req->project.files[i].path) < 0 ? -1 : 1;
         up[i] = (struct e2b_upload){paths[i], req->project.files[i].content, strlen(req->project.files[i].content)};
     }
     if (module)
         up[n++] = (struct e2b_upload){E2B_HOST_MODULE, module, strlen(module)};
-    if (n)
-        rc = e2b_write_files(s, sb, up, n, deadline, err);
-out:
-    free(up);
-    free(paths);
-    free(module);
-    return rc;
+    return n ? e2b_write_files(s, sb, up, n, deadline, err) : 0;
 }
 
-/* Files, steps and artifacts in sb (projects.md sequence); *timed_out when the budget ran out. */
 /* A step cut by the budget before it could start: it says so, exit 124. */
 static int step_timed_out(struct plm_project_result *pr, const char *step, struct plm_err *err)
 {

@@ -129,9 +129,7 @@ int e2b_smoke(struct e2b_state *s, struct plm_err *err)
     snprintf(ev->provider, sizeof ev->provider, "e2b");
     ev->tier = PLM_TIER_VM;
     snprintf(ev->runtime, sizeof ev->runtime, "e2b firecracker microVM");
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ev->checked_unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    ev->checked_unix_ms = clock_unix_ms();
     ev_add_confinement(ev, "template: %s", s->template_id);
     ev_add_confinement(ev, "control plane: %.100s%s", s->api_base, s->endpoints_default ? "" : " (NOT E2B's default)");
     ev_add_confinement(ev, "envd: %.100s%s", s->envd_tmpl, s->endpoints_default ? "" : " (NOT E2B's default)");
