@@ -511,7 +511,7 @@ class NoPythonE2B(WireCase):
         saved = os.environ["PATH"]
         try:
             # the double (and so every guest) gets a PATH with what it needs but no python3
-            for tool in ("node", "sh", "cat", "unshare", "nsenter", "mount", "mkdir", "true"):
+            for tool in ("node", "sh", "cat", "unshare", "nsenter", "mount", "mkdir", "true", "sleep"):
                 src = next(os.path.join(p, tool) for p in saved.split(":") if os.path.exists(os.path.join(p, tool)))
                 dst = os.path.join(bindir, tool)
                 if not os.path.exists(dst):
