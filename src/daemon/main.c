@@ -12,6 +12,7 @@
 
 #include "../broker/profiles.h"
 #include "../core/admission.h"
+#include "../core/log_hook.h"
 #include "../core/spend.h"
 #include "../server/auth.h"
 #include "../server/log.h"
@@ -42,6 +43,17 @@ static void log_progress(const char *provider, const char *step, const char *det
 {
     log_event("info", "provider_progress",
               json_pack("{s:s, s:s, s:s}", "provider", provider, "step", step, "detail", detail));
+}
+
+/* The lower layers' own lines (plm_log): their fields arrive as JSON object members. */
+static void log_lower(const char *level, const char *event, const char *fields)
+{
+    char wrapped[1100];
+    snprintf(wrapped, sizeof wrapped, "{%.1090s}", fields);
+    json_t *f = json_loads(wrapped, 0, NULL);
+    if (!json_is_object(f))
+        json_decref(f), f = json_pack("{s:s}", "detail", "unparseable log fields");
+    log_event(level, event, f);
 }
 
 static void log_started(const struct plm_config *cfg, struct plm_provider *p, struct srv *s, struct auth *a)
@@ -198,6 +210,7 @@ static int stage_provider(struct daemon *d)
 {
     struct plm_err err = {0};
     plm_progress_set(log_progress);
+    plm_log_set(log_lower);
     if (!(d->p = providers_build(&d->cfg, &err)))
         return die("provider", &err);
     struct plm_provider *p = d->p;

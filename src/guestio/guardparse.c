@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../core/cleanup_json.h"
 #include "../core/validate.h"
 #include "guardparse.h"
 
@@ -39,11 +40,9 @@ int e2b_guard_parse(const uint8_t *buf, size_t len, struct e2b_guard_call *out, 
     if (len > E2B_GUARD_BODY_MAX)
         return bad(why, wcap, "request body too large");
     json_error_t je;
-    json_t *root = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &je);
-    if (!json_is_object(root)) {
-        json_decref(root);
+    cleanup_json json_t *root = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(root))
         return bad(why, wcap, "expected a JSON object {method, path, body}");
-    }
     int rc = 0;
     const char *key;
     json_t *v;
@@ -90,7 +89,6 @@ int e2b_guard_parse(const uint8_t *buf, size_t len, struct e2b_guard_call *out, 
         memcpy(out->body, json_string_value(b), out->len);
     }
 out:
-    json_decref(root);
     if (rc)
         e2b_guard_call_done(out);
     return rc;

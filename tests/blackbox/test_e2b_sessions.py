@@ -181,6 +181,65 @@ class SessionsE2B(E2BSessionCase):
         self.assertEqual(int(c.close()["calls"]), 4)
         self.assertClean()
 
+    def test_no_process_outlives_its_call(self):
+        # item 46: what a call leaves running (a child, a setsid grandchild, a detached child of a
+        # snippet) is killed after the call; the interpreters and their state stay
+        c = Client(self, self.d)
+        c.open(languages=["python", "javascript"])
+        r = c.cell("import subprocess\nkept = 41\nchild = subprocess.Popen(['sleep', '300'])\n"
+                   "grand = int(subprocess.run(['sh', '-c', 'setsid sleep 300 >/dev/null 2>&1 & echo $!'],\n"
+                   "                           capture_output=True, text=True).stdout)\n"
+                   "print(child.poll(), open('/proc/%d/stat' % grand).read().rsplit(') ', 1)[1][0] in 'RS')",
+                   language="python")
+        self.assertEqual(out(r), "None True\n", out(r, "stderr"))  # both ran during the call
+        r = c.cell("const cp = require('child_process');"
+                   "const d = cp.spawn('sleep', ['300'], {detached: true, stdio: 'ignore'}); d.unref();"
+                   "globalThis.dpid = d.pid; globalThis.kept = 'yes'")
+        self.assertEqual(cell(r).get("exitCode", 0), 0, out(r, "stderr"))
+        req = {"protocol": 3, "sessionId": c.id, "javascript": {
+            "code": "const d = require('child_process').spawn('sleep', ['300'], {detached: true, stdio: 'ignore'});"
+                    "d.unref(); require('fs').writeFileSync('snippet.pid', String(d.pid))"}}
+        st, _, data, _ = self.d.call("SessionRun", req)
+        self.assertEqual(st, 200, data)
+        run = json.loads(data)["run"]
+        self.assertNotIn("ended", json.loads(data))
+        c.calls, c.last = c.calls + 1, run["record"]["recordSha256"]
+        # gone: no /proc entry, or a zombie its parent has not reaped yet
+        r = c.cell("def gone(pid):\n    try:\n        st = open('/proc/%d/stat' % pid).read()\n"
+                   "    except OSError:\n        return True\n    return st.rsplit(') ', 1)[1][0] in 'ZX'\n"
+                   "print(child.poll(), gone(grand), gone(int(open('snippet.pid').read())), kept + 1)",
+                   language="python")
+        self.assertEqual(out(r), "-9 True True 42\n", out(r, "stderr"))
+        self.assertFalse(cell(r).get("interpreterStarted", False))
+        r = c.cell("let s; try { s = require('fs').readFileSync('/proc/' + dpid + '/stat', 'utf8').split(') ')[1][0] }"
+                   " catch (e) { s = 'Z' }; console.log('ZX'.includes(s), kept)")
+        self.assertEqual(out(r), "true yes\n", out(r, "stderr"))
+        self.assertFalse(cell(r).get("interpreterStarted", False))
+        self.assertEqual(c.close()["ended"], "SESSION_END_CLOSED")
+        self.assertClean()
+
+    def test_a_sweep_that_cannot_run_ends_the_session(self):
+        # the sweep is envd's process start: when envd will not start it, the call's result is
+        # answered, and the session ends BOUNDARY_FAILED rather than go on unproven
+        c = Client(self, self.d)
+        c.open()
+        c.cell("globalThis.x = 1")
+        base = self.d.settled_count("e2b_session_sweep_failed")
+        self.dbl.faults(start_fail=1)
+        r = c.cell("x + 1")
+        self.dbl.faults()
+        self.assertEqual(out(r), "2\n")
+        self.assertEqual(r.get("ended"), "SESSION_END_BOUNDARY_FAILED")
+        self.assertEqual(self.d.settled_count("e2b_session_sweep_failed"), base + 1)
+        st, _, data, _ = self.d.call("SessionRun", {"protocol": 3, "sessionId": c.id,
+                                                   "cell": {"language": "javascript", "code": "1"}})
+        body = json.loads(data)
+        self.assertEqual(body["code"], "failed_precondition", body)
+        self.assertEqual(session_ended_reason(body["details"][0]["value"]), 5)  # BOUNDARY_FAILED
+        st, _, data, _ = self.d.call("CloseSession", {"protocol": 3, "sessionId": c.id})
+        self.assertEqual(json.loads(data)["ended"], "SESSION_END_BOUNDARY_FAILED")
+        self.assertClean()
+
     def test_endless_cell_interrupts_the_interpreter_not_the_session(self):
         c = Client(self, self.d)
         c.open()
@@ -452,7 +511,7 @@ class NoPythonE2B(WireCase):
         saved = os.environ["PATH"]
         try:
             # the double (and so every guest) gets a PATH with what it needs but no python3
-            for tool in ("node", "sh", "cat", "unshare", "mount", "mkdir", "true"):
+            for tool in ("node", "sh", "cat", "unshare", "nsenter", "mount", "mkdir", "true", "sleep"):
                 src = next(os.path.join(p, tool) for p in saved.split(":") if os.path.exists(os.path.join(p, tool)))
                 dst = os.path.join(bindir, tool)
                 if not os.path.exists(dst):

@@ -6,8 +6,12 @@ server-streaming process.Process/Start with JSON envelopes, stdin kept open when
 "stdin": true, and the unary Connect calls process.Process/SendInput and SendSignal with the JSON
 codec), as E2B documents them. It really runs what it is asked
 to run: each sandbox is a scratch directory, and each process runs with the local `node`/`sh` in a
-private mount namespace (unshare -Urm) in which the scratch directories appear at the guest paths
-/home/user and /tmp. A sandbox without allowOut also gets a private network namespace (unshare -n):
+private mount namespace in which the scratch directories appear at the guest paths /home/user and
+/tmp. Each sandbox has one PID namespace, as a VM has one process table: its first process starts
+an init (pid 1, which reaps orphans) in new user, mount and PID namespaces (unshare -Urmpf
+--mount-proc), and every process of that sandbox enters them (nsenter) with a /proc of its own, so
+guest code sees, and can signal, only its sandbox's processes. Pids in start events and in
+SendInput/SendSignal are the sandbox's, as envd's are the VM's. A sandbox without allowOut also gets a private network namespace (unshare -n):
 nothing is reachable, which is what E2B's denyOut 0.0.0.0/0 promises. A sandbox with allowOut keeps
 the host network but runs node with an emulation of E2B's egress proxy (egress_hook.mjs): fetch()
 to an allowed host goes to this double, which adds the sandbox's transform headers *outside the
@@ -23,7 +27,8 @@ until killed. Control endpoints (no authentication, loopback only):
         delete_fail (count), delete_404, age_skew_s (listed startedAt moved back), oversized_stream, oversized_frame, memory_mb, cpu_count,
         disk_size_mb (null removes the field), files_500, get_500 (GET /sandboxes/{id} answers 500),
         network_fail (count: PUT .../network answers 500), network_off_fail (count: the same for an
-        update that allows nothing out);
+        update that allows nothing out), start_fail (count: process.Process/Start answers 503, nothing
+        started);
         {} resets them all
   GET  /_double/state   JSON: live sandboxes, running processes, deleted ids, create bodies, signals
         sent through SendSignal, network updates, request log (headers)
@@ -51,6 +56,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GUEST_ROOTS = {"/home/user": "home", "/tmp": "tmp"}
 GUEST_HOOK = "/home/.e2b-double/egress_hook.mjs"  # outside both guest roots
 FRAME_END = 0x02
+# pid 1 of a sandbox's PID namespace: reaps whatever is orphaned there, as a VM's init does
+NS_INIT = ("import os, time\nprint('ready', flush=True)\nwhile True:\n    try:\n        os.wait()\n"
+           "    except ChildProcessError:\n        time.sleep(0.1)\n")
 
 
 class State:
@@ -98,6 +106,18 @@ class Sandbox:
         self.procs = []
         self.gone = False
         self.lock = threading.Lock()
+        self.init = None  # the PID namespace's holder, started with the first process
+
+    def ns_holder(self):
+        """The host pid of the `unshare` whose namespaces this sandbox's processes enter; None once
+        the sandbox is gone. Its child, pid 1 of the namespace, reaps the orphans, as an init does."""
+        with self.lock:
+            if self.init is None and not self.gone:
+                self.init = subprocess.Popen(["unshare", "-Urmpf", "--mount-proc", sys.executable, "-c", NS_INIT],
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                             stderr=subprocess.DEVNULL, start_new_session=True)
+                self.init.stdout.readline()  # "ready": the namespace exists
+            return self.init.pid if self.init and not self.gone else None
 
     def host_path(self, guest):
         """The scratch path for an absolute guest path under /home/user or /tmp, else None."""
@@ -115,6 +135,9 @@ class Sandbox:
         with self.lock:
             self.gone = True  # its streams end without an end event, as a deleted VM's do
             procs, self.procs = self.procs, []
+            init, self.init = self.init, None
+        if init:  # pid 1 killed: the kernel kills every process of the namespace
+            procs.append(init)
         for p in procs:
             try:
                 os.killpg(p.pid, signal.SIGKILL)
@@ -349,7 +372,7 @@ def make_handler(st):
             except (ValueError, TypeError, AttributeError):
                 return self.reply(400, {"code": "invalid_argument", "message": "bad request"})
             with sb.lock:
-                p = next((q for q in sb.procs if q.pid == pid and q.poll() is None), None)
+                p = next((q for q in sb.procs if q.ns_pid == pid and q.poll() is None), None)
             if p is None:
                 return self.reply(404, {"code": "not_found", "message": "process with pid %d not found" % pid})
             if method == "SendInput":
@@ -382,6 +405,8 @@ def make_handler(st):
             if self.headers.get("Content-Type") != "application/connect+json":
                 return self.reply(415, {"code": "invalid_argument", "message": "content type"})
             raw = self.body()
+            if st.take("start_fail"):
+                return self.reply(503, {"code": "unavailable", "message": "envd cannot start a process"})
             if len(raw) < 5:
                 return self.reply(400, {"code": "invalid_argument", "message": "short"})
             flags, n = struct.unpack(">BI", raw[:5])
@@ -407,7 +432,7 @@ def make_handler(st):
                     send(struct.pack(">BI", 0, 9 * 1024 * 1024) + b"{" * 65536)
                     return finish()
                 p = spawn(st, sb, proc, bool(req.get("stdin")))
-                send(envelope(0, {"event": {"start": {"pid": p.pid}}}))
+                send(envelope(0, {"event": {"start": {"pid": p.ns_pid}}}))
                 self.pump(sb, p, send, deadline)
                 finish()
             except (BrokenPipeError, ConnectionResetError):
@@ -430,6 +455,8 @@ def make_handler(st):
                     alive[0] -= 1
                     cv.notify()
 
+            if p.stderr_head:
+                chunks.append(("stderr", p.stderr_head))
             for s, k in ((p.stdout, "stdout"), (p.stderr, "stderr")):
                 threading.Thread(target=reader, args=(s, k), daemon=True).start()
             slow = st.fault("slow_stream")
@@ -572,17 +599,31 @@ def spawn(st, sb, proc, with_stdin=False):
         env["NODE_OPTIONS"] = ("--import %s %s" % (GUEST_HOOK, env.get("NODE_OPTIONS", ""))).strip()
         env["E2B_DOUBLE_EGRESS"] = "http://127.0.0.1:%d/_egress/%s" % (st.port, sb.id)
         env["E2B_DOUBLE_ALLOW"] = ",".join(sb.network.get("allowOut") or [])
-    # Inside a private mount namespace the scratch directories appear at the guest paths.
-    # Host files the guest needs (the egress hook) are bound in before /tmp is replaced (with
-    # the tools a guest PATH has: sh, mkdir, mount).
-    script = ('mount -t tmpfs none /home && mkdir -p /home/user "${3%/*}" && : >"$3" && mount --bind "$4" "$3" && '
-              'mount --bind "$1/home/user" /home/user && mount --bind "$1/tmp" /tmp && cd "$2" && shift 4 && exec "$@"')
-    flags = "-Urm" + ("n" if isolated else "")
-    argv = ["unshare", flags, "sh", "-c", script, "sh", sb.dir, cwd, GUEST_HOOK,
-            os.path.join(HERE, "egress_hook.mjs")] + cmd
+    # Inside the sandbox's namespaces, a private mount namespace shows the scratch directories at
+    # the guest paths. Host files the guest needs (the egress hook) are bound in before /tmp is
+    # replaced (with the tools a guest PATH has: sh, mkdir, mount). The first line on stderr is the
+    # process's pid in the sandbox (read here, before the output is pumped).
+    script = ('echo $$ >&2 && mount -t tmpfs none /home && mkdir -p /home/user "${3%/*}" && : >"$3" && '
+              'mount --bind "$4" "$3" && mount --bind "$1/home/user" /home/user && mount --bind "$1/tmp" /tmp && '
+              'cd "$2" && shift 4 && exec "$@"')
+    holder = sb.ns_holder()
+    if holder is None:
+        raise BrokenPipeError("the sandbox is gone")
+    enter = ["nsenter", "-U", "-m", "--preserve-credentials", "-t", str(holder),
+             "--pid=/proc/%d/ns/pid_for_children" % holder]
+    argv = enter + ["unshare", "-m" + ("n" if isolated else ""), "sh", "-c", script, "sh", sb.dir, cwd, GUEST_HOOK,
+                    os.path.join(HERE, "egress_hook.mjs")] + cmd
     p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
                          stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, start_new_session=True)
+    head = b""
+    while not head.endswith(b"\n") and len(head) < 32:
+        c = os.read(p.stderr.fileno(), 1)
+        if not c:
+            break
+        head += c
+    p.ns_pid = int(head) if head.strip().isdigit() else -1
+    p.stderr_head = b"" if p.ns_pid > 0 else head  # an early failure's words stay on stderr
     with sb.lock:
         sb.procs.append(p)
     return p
@@ -617,10 +658,10 @@ def main():
     a = ap.parse_args()
     # The double's isolation of its guests needs user and mount namespaces: say so plainly when the
     # machine lacks them, instead of failing later inside a run.
-    probe = subprocess.run(["unshare", "-Urmn", "true"], capture_output=True)
+    probe = subprocess.run(["unshare", "-Urmnpf", "--mount-proc", "true"], capture_output=True)
     if probe.returncode != 0:
-        sys.stderr.write("e2b double: `unshare -Urmn` does not work here (%s); it needs user and mount "
-                         "namespaces\n" % probe.stderr.decode(errors="replace").strip())
+        sys.stderr.write("e2b double: `unshare -Urmnpf --mount-proc` does not work here (%s); it needs user, "
+                         "mount and PID namespaces\n" % probe.stderr.decode(errors="replace").strip())
         sys.exit(2)
     egress = dict(e.split("=", 1) for e in a.egress)
     st = State(a.api_key, egress)

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../core/cleanup_curl.h"
+#include "../../core/cleanup_json.h"
 #include "internal.h"
 
 void e2b_answer_done(struct e2b_answer *a)
@@ -19,6 +21,18 @@ void e2b_answer_done(struct e2b_answer *a)
     free(a->body);
     memset(a, 0, sizeof *a);
 }
+
+/* A request body that carried a token: wiped, then freed. */
+static void secret_free(char **p)
+{
+    if (*p) {
+        explicit_bzero(*p, strlen(*p));
+        free(*p);
+    }
+}
+#define cleanup_answer __attribute__((cleanup(e2b_answer_done)))
+DEFINE_CLEANUP(curl_mime, curl_mime_free)
+#define cleanup_secret __attribute__((cleanup(secret_free)))
 
 struct sink {
     struct e2b_answer *a;
@@ -69,8 +83,8 @@ int e2b_request(struct e2b_state *s, const char *method, const char *url, struct
                 struct e2b_answer *a)
 {
     memset(a, 0, sizeof *a);
-    bool own = !h;
-    if (own && !(h = e2b_curl(s, timeout_ms))) {
+    cleanup_curl CURL *own = h ? NULL : e2b_curl(s, timeout_ms); /* a handle of the call's own */
+    if (!h && !(h = own)) {
         snprintf(a->why, sizeof a->why, "cannot make a curl handle");
         return -1;
     }
@@ -96,8 +110,6 @@ int e2b_request(struct e2b_state *s, const char *method, const char *url, struct
     else
         snprintf(a->why, sizeof a->why, "%s", curl_easy_strerror(rc));
     a->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
-    if (own)
-        curl_easy_cleanup(h);
     return a->status ? 0 : -1;
 }
 
@@ -186,54 +198,40 @@ int e2b_create(struct e2b_state *s, uint32_t budget_ms, const char *grant_token,
                struct plm_err *err)
 {
     memset(sb, 0, sizeof *sb);
-    json_t *body = create_body(s, budget_ms, grant_token);
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    struct curl_slist *hd = api_headers(s, true);
-    char url[600];
-    snprintf(url, sizeof url, "%s/sandboxes", s->api_base);
-    struct e2b_answer a;
-    int rc = text && hd ? e2b_request(s, "POST", url, hd, text, strlen(text), NULL, NULL, E2B_CONTROL_TIMEOUT_MS,
-                                      E2B_ANSWER_MAX, &a)
-                        : (memset(&a, 0, sizeof a), snprintf(a.why, sizeof a.why, "out of memory"), -1);
-    curl_slist_free_all(hd);
-    if (text) {
-        explicit_bzero(text, strlen(text)); /* it carried the guard token */
-        free(text);
+    {
+        cleanup_json json_t *body = create_body(s, budget_ms, grant_token);
+        cleanup_secret char *text = body ? json_dumps(body, JSON_COMPACT) : NULL; /* it carries the guard token */
+        cleanup_slist struct curl_slist *hd = api_headers(s, true);
+        char url[600];
+        snprintf(url, sizeof url, "%s/sandboxes", s->api_base);
+        cleanup_answer struct e2b_answer a = {0};
+        int rc = text && hd ? e2b_request(s, "POST", url, hd, text, strlen(text), NULL, NULL, E2B_CONTROL_TIMEOUT_MS,
+                                          E2B_ANSWER_MAX, &a)
+                            : (snprintf(a.why, sizeof a.why, "out of memory"), -1);
+        if (rc < 0)
+            return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: creating a sandbox failed: %s", a.why);
+        if (a.status != 200 && a.status != 201)
+            return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: creating a sandbox failed: HTTP %ld", a.status);
+        json_error_t je;
+        cleanup_json json_t *j = a.over ? NULL : json_loadb(a.body ? a.body : "", a.len, 0, &je);
+        if (json_is_object(j)) {
+            get_str(j, "sandboxID", sb->id, sizeof sb->id);
+            get_str(j, "envdAccessToken", sb->envd_token, sizeof sb->envd_token);
+            get_str(j, "trafficAccessToken", sb->traffic_token, sizeof sb->traffic_token);
+            get_str(j, "envdVersion", sb->envd_version, sizeof sb->envd_version);
+        }
     }
-    if (rc < 0) {
-        plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: creating a sandbox failed: %s", a.why);
-        e2b_answer_done(&a);
-        return -1;
-    }
-    if (a.status != 200 && a.status != 201) {
-        plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: creating a sandbox failed: HTTP %ld", a.status);
-        e2b_answer_done(&a);
-        return -1;
-    }
-    json_error_t je;
-    json_t *j = a.over ? NULL : json_loadb(a.body ? a.body : "", a.len, 0, &je);
-    if (json_is_object(j)) {
-        get_str(j, "sandboxID", sb->id, sizeof sb->id);
-        get_str(j, "envdAccessToken", sb->envd_token, sizeof sb->envd_token);
-        get_str(j, "trafficAccessToken", sb->traffic_token, sizeof sb->traffic_token);
-        get_str(j, "envdVersion", sb->envd_version, sizeof sb->envd_version);
-    }
-    json_decref(j);
-    e2b_answer_done(&a);
     if (!id_ok(sb->id)) {
         /* A VM may exist that we cannot name: the reconcile finds it by our instance label. */
         e2b_reconcile_soon(s, E2B_ORPHAN_AGE_S + 5);
         memset(sb, 0, sizeof *sb);
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                           "e2b: the create answer carried no usable sandbox ID; a reconcile is scheduled");
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: the create answer carried no usable sandbox ID; a reconcile is scheduled");
     }
     e2b_track(s, sb->id);
     if (!token_ok(sb->envd_token, sizeof sb->envd_token) || !token_ok(sb->traffic_token, sizeof sb->traffic_token)) {
         const char *which = !token_ok(sb->envd_token, sizeof sb->envd_token) ? "envdAccessToken" : "trafficAccessToken";
         e2b_delete(s, sb->id);
-        plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                    "e2b: sandbox %s was created without %s; it was deleted, nothing ran", sb->id, which);
+        plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: sandbox %s was created without %s; it was deleted, nothing ran", sb->id, which);
         explicit_bzero(sb, sizeof *sb);
         return -1;
     }
@@ -249,44 +247,36 @@ int e2b_create(struct e2b_state *s, uint32_t budget_ms, const char *grant_token,
 int e2b_check_resources(struct e2b_state *s, const struct e2b_sandbox *sb, char *observed, size_t ocap,
                         struct plm_err *err)
 {
-    struct curl_slist *hd = api_headers(s, false);
+    cleanup_slist struct curl_slist *hd = api_headers(s, false);
     char url[700];
     snprintf(url, sizeof url, "%s/sandboxes/%s", s->api_base, sb->id);
-    struct e2b_answer a;
+    cleanup_answer struct e2b_answer a = {0};
     int rc = e2b_request(s, "GET", url, hd, NULL, 0, NULL, NULL, E2B_CONTROL_TIMEOUT_MS, E2B_ANSWER_MAX, &a);
-    curl_slist_free_all(hd);
-    if (rc < 0 || a.status != 200) {
-        plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: reading sandbox %s back failed: %s", sb->id,
-                    rc < 0 ? a.why : "not HTTP 200");
-        e2b_answer_done(&a);
-        return -1;
-    }
+    if (rc < 0 || a.status != 200)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: reading sandbox %s back failed: %s", sb->id,
+                        rc < 0 ? a.why : "not HTTP 200");
     json_error_t je;
-    json_t *j = a.over ? NULL : json_loadb(a.body ? a.body : "", a.len, 0, &je);
-    e2b_answer_done(&a);
-    if (!json_is_object(j)) {
-        json_decref(j);
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: sandbox %s read back as non-JSON", sb->id);
-    }
+    cleanup_json json_t *j = a.over ? NULL : json_loadb(a.body ? a.body : "", a.len, 0, &je);
+    if (!json_is_object(j))
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: sandbox %s read back as non-JSON", sb->id);
     json_t *mem = json_object_get(j, "memoryMB"), *cpu = json_object_get(j, "cpuCount"),
            *disk = json_object_get(j, "diskSizeMB");
     int r = 0;
     if (s->memory_mb && (!json_is_integer(mem) || json_integer_value(mem) > s->memory_mb || json_integer_value(mem) < 0))
-        r = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "e2b: sandbox memoryMB %s exceeds memory cap %u",
+        r = plm_fail(err, 0, PLM_E_INTERNAL, "e2b: sandbox memoryMB %s exceeds memory cap %u",
                         json_is_integer(mem) ? "read back" : "missing", s->memory_mb);
     else if (s->cpus && (!json_is_integer(cpu) || json_integer_value(cpu) > s->cpus || json_integer_value(cpu) < 0))
-        r = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "e2b: sandbox cpuCount %s exceeds cpu cap %u",
+        r = plm_fail(err, 0, PLM_E_INTERNAL, "e2b: sandbox cpuCount %s exceeds cpu cap %u",
                         json_is_integer(cpu) ? "read back" : "missing", s->cpus);
     else if (s->disk_mb && (!json_is_integer(disk) || json_integer_value(disk) > s->disk_mb ||
                             json_integer_value(disk) < 0))
-        r = plm_err_set(err, 0, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "e2b: sandbox diskSizeMB %s exceeds disk cap %u",
+        r = plm_fail(err, 0, PLM_E_INTERNAL, "e2b: sandbox diskSizeMB %s exceeds disk cap %u",
                         json_is_integer(disk) ? "read back" : "is missing and", s->disk_mb);
     if (observed)
         snprintf(observed, ocap, "memoryMB=%lld cpuCount=%lld diskSizeMB=%lld",
                  json_is_integer(mem) ? (long long)json_integer_value(mem) : -1LL,
                  json_is_integer(cpu) ? (long long)json_integer_value(cpu) : -1LL,
                  json_is_integer(disk) ? (long long)json_integer_value(disk) : -1LL);
-    json_decref(j);
     return r;
 }
 
@@ -302,13 +292,11 @@ int e2b_delete(struct e2b_state *s, const char *id)
             struct timespec ts = {pause_ms[attempt - 1] / 1000, 0};
             nanosleep(&ts, NULL);
         }
-        struct curl_slist *hd = api_headers(s, false);
-        struct e2b_answer a;
+        cleanup_slist struct curl_slist *hd = api_headers(s, false);
+        cleanup_answer struct e2b_answer a = {0};
         int rc = e2b_request(s, "DELETE", url, hd, NULL, 0, NULL, NULL, E2B_DELETE_TIMEOUT_MS, E2B_ANSWER_MAX, &a);
-        curl_slist_free_all(hd);
         last = a.status;
         snprintf(why, sizeof why, "%s", rc < 0 ? a.why : "");
-        e2b_answer_done(&a);
         if (rc == 0 && ((last >= 200 && last < 300) || last == 404)) {
             e2b_untrack(s, id);
             return 0;
@@ -344,27 +332,19 @@ static int64_t parse_time(const char *t)
 
 int e2b_reconcile_once(struct e2b_state *s, int min_age_s, struct plm_err *err)
 {
-    struct curl_slist *hd = api_headers(s, false);
+    cleanup_slist struct curl_slist *hd = api_headers(s, false);
     char url[700];
     snprintf(url, sizeof url, "%s/sandboxes?metadata=instance%%3D%s", s->api_base, s->instance);
-    struct e2b_answer a;
+    cleanup_answer struct e2b_answer a = {0};
     int rc = e2b_request(s, "GET", url, hd, NULL, 0, NULL, NULL, E2B_CONTROL_TIMEOUT_MS, 8u * 1024 * 1024, &a);
-    curl_slist_free_all(hd);
-    if (rc < 0 || a.status != 200) {
-        plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: listing sandboxes failed: %s",
-                    rc < 0 ? a.why : "not HTTP 200");
-        e2b_answer_done(&a);
-        return -1;
-    }
+    if (rc < 0 || a.status != 200)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: listing sandboxes failed: %s", rc < 0 ? a.why : "not HTTP 200");
     json_error_t je;
-    json_t *j = a.over ? NULL : json_loadb(a.body ? a.body : "", a.len, 0, &je);
-    e2b_answer_done(&a);
-    if (!json_is_array(j)) {
-        json_decref(j);
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: the sandbox list is not a JSON array");
-    }
+    cleanup_json json_t *j = a.over ? NULL : json_loadb(a.body ? a.body : "", a.len, 0, &je);
+    if (!json_is_array(j))
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: the sandbox list is not a JSON array");
     int killed = 0;
-    int64_t now = (int64_t)time(NULL);
+    int64_t now = clock_unix_ms() / 1000;
     size_t i;
     json_t *it;
     json_array_foreach(j, i, it)
@@ -384,7 +364,6 @@ int e2b_reconcile_once(struct e2b_state *s, int min_age_s, struct plm_err *err)
             e2b_log("warning", "e2b_orphan_deleted", "\"sandbox\":\"%s\",\"age_s\":%lld", id, (long long)(now - t));
         }
     }
-    json_decref(j);
     return killed;
 }
 
@@ -393,10 +372,10 @@ int e2b_write_files(struct e2b_state *s, const struct e2b_sandbox *sb, const str
 {
     long left = (long)(deadline_ms - e2b_mono_ms());
     if (left <= 0)
-        return plm_err_set(err, ETIMEDOUT, PLM_E_DEADLINE, PLM_REFUSAL_NONE, "e2b: the run's time ran out writing files");
-    CURL *h = e2b_curl(s, left);
-    curl_mime *mime = h ? curl_mime_init(h) : NULL;
-    struct curl_slist *hd = envd_headers(sb);
+        return plm_fail(err, ETIMEDOUT, PLM_E_DEADLINE, "e2b: the run's time ran out writing files");
+    cleanup_curl CURL *h = e2b_curl(s, left);
+    curl_mime *mime cleanup_(curl_mime_free) = h ? curl_mime_init(h) : NULL;
+    cleanup_slist struct curl_slist *hd = envd_headers(sb);
     char url[1500];
     if (n == 1) {
         char *p = curl_easy_escape(h, f[0].path, 0);
@@ -412,25 +391,14 @@ int e2b_write_files(struct e2b_state *s, const struct e2b_sandbox *sb, const str
              curl_mime_data(part, f[i].data, f[i].len) == CURLE_OK &&
              curl_mime_type(part, "application/octet-stream") == CURLE_OK;
     }
-    struct e2b_answer a = {0};
-    int rc = ok ? e2b_request(s, "POST", url, hd, NULL, 0, mime, h, left, E2B_ANSWER_MAX, &a) : -1;
-    curl_slist_free_all(hd);
-    curl_mime_free(mime);
-    if (h)
-        curl_easy_cleanup(h);
     if (!ok)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "e2b: out of memory writing files");
-    long st = a.status;
-    char why[160];
-    snprintf(why, sizeof why, "%s", a.why);
-    bool late = a.timed_out;
-    e2b_answer_done(&a);
-    if (rc < 0)
-        return plm_err_set(err, 0, late ? PLM_E_DEADLINE : PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: writing files to sandbox %s failed: %s",
-                           sb->id, why);
-    if (st < 200 || st > 299)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                           "e2b: writing files to sandbox %s failed: HTTP %ld", sb->id, st);
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "e2b: out of memory writing files");
+    cleanup_answer struct e2b_answer a = {0};
+    if (e2b_request(s, "POST", url, hd, NULL, 0, mime, h, left, E2B_ANSWER_MAX, &a) < 0)
+        return plm_fail(err, 0, a.timed_out ? PLM_E_DEADLINE : PLM_E_UNAVAILABLE,
+                        "e2b: writing files to sandbox %s failed: %s", sb->id, a.why);
+    if (a.status < 200 || a.status > 299)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: writing files to sandbox %s failed: HTTP %ld", sb->id, a.status);
     return 0;
 }
 
@@ -439,37 +407,27 @@ int e2b_read_file(struct e2b_state *s, const struct e2b_sandbox *sb, const char 
 {
     long left = (long)(deadline_ms - e2b_mono_ms());
     if (left <= 0)
-        return plm_err_set(err, ETIMEDOUT, PLM_E_DEADLINE, PLM_REFUSAL_NONE, "e2b: the run's time ran out reading files");
-    CURL *h = e2b_curl(s, left);
+        return plm_fail(err, ETIMEDOUT, PLM_E_DEADLINE, "e2b: the run's time ran out reading files");
+    cleanup_curl CURL *h = e2b_curl(s, left);
     if (!h)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     char *p = curl_easy_escape(h, path, 0);
     char url[1500];
     snprintf(url, sizeof url, "%s/files?path=%s&username=user", sb->envd_base, p ? p : "");
     curl_free(p);
-    struct curl_slist *hd = envd_headers(sb);
-    struct e2b_answer a;
+    cleanup_slist struct curl_slist *hd = envd_headers(sb);
+    cleanup_answer struct e2b_answer a = {0};
     int rc = e2b_request(s, "GET", url, hd, NULL, 0, NULL, h, left, cap, &a);
-    curl_slist_free_all(hd);
-    curl_easy_cleanup(h);
     *over = a.over;
-    if (rc < 0) {
-        plm_err_set(err, 0, a.timed_out ? PLM_E_DEADLINE : PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                    "e2b: reading %s failed: %s", path, a.why);
-        e2b_answer_done(&a);
-        return -1;
-    }
-    if (a.status == 404) {
-        e2b_answer_done(&a);
+    if (rc < 0)
+        return plm_fail(err, 0, a.timed_out ? PLM_E_DEADLINE : PLM_E_UNAVAILABLE, "e2b: reading %s failed: %s", path,
+                        a.why);
+    if (a.status == 404)
         return 0;
-    }
-    if (a.status < 200 || a.status > 299) {
-        plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: reading %s failed: HTTP %ld", path, a.status);
-        e2b_answer_done(&a);
-        return -1;
-    }
-    out->data = (uint8_t *)a.body;
+    if (a.status < 200 || a.status > 299)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: reading %s failed: HTTP %ld", path, a.status);
     out->len = a.len;
+    out->data = take_ptr(&a.body);
     return 1;
 }
 
@@ -477,28 +435,18 @@ int e2b_set_network(struct e2b_state *s, const char *id, const char *grant_token
 {
     if (!id_ok(id))
         return plm_fail(err, 0, PLM_E_INTERNAL, "e2b: refusing to update a sandbox with a malformed ID");
-    json_t *net = network_body(s, grant_token);
-    char *text = net ? json_dumps(net, JSON_COMPACT) : NULL;
-    json_decref(net);
-    struct curl_slist *hd = api_headers(s, true);
+    cleanup_json json_t *net = network_body(s, grant_token);
+    cleanup_secret char *text = net ? json_dumps(net, JSON_COMPACT) : NULL; /* it may carry the guard token */
+    cleanup_slist struct curl_slist *hd = api_headers(s, true);
     char url[700];
     snprintf(url, sizeof url, "%s/sandboxes/%s/network", s->api_base, id);
-    struct e2b_answer a;
+    cleanup_answer struct e2b_answer a = {0};
     int rc = text && hd ? e2b_request(s, "PUT", url, hd, text, strlen(text), NULL, NULL, E2B_CONTROL_TIMEOUT_MS,
                                       E2B_ANSWER_MAX, &a)
-                        : (memset(&a, 0, sizeof a), snprintf(a.why, sizeof a.why, "out of memory"), -1);
-    curl_slist_free_all(hd);
-    if (text) {
-        explicit_bzero(text, strlen(text)); /* it may carry the guard token */
-        free(text);
-    }
-    long status = a.status;
-    char why[sizeof a.why];
-    snprintf(why, sizeof why, "%s", a.why);
-    e2b_answer_done(&a);
+                        : (snprintf(a.why, sizeof a.why, "out of memory"), -1);
     if (rc < 0)
-        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: updating sandbox %s's network failed: %s", id, why);
-    if (status != 200 && status != 204)
-        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: updating sandbox %s's network failed: HTTP %ld", id, status);
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: updating sandbox %s's network failed: %s", id, a.why);
+    if (a.status != 200 && a.status != 204)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: updating sandbox %s's network failed: HTTP %ld", id, a.status);
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../core/cleanup.h"
 #include "../../core/record.h"
 #include "internal.h"
 
@@ -64,7 +65,7 @@ static int ops_preflight(struct plm_provider *p, struct plm_err *err)
 {
     /* (spec) no API call: the key and the configuration were checked by the constructor */
     if (!st(p)->api_key[0])
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "e2b: E2B_API_KEY is not set");
+        return plm_fail(err, 0, PLM_E_INVALID, "e2b: E2B_API_KEY is not set");
     return 0;
 }
 
@@ -88,7 +89,7 @@ static int ops_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, con
 {
     int rc = e2b_run_snippet(st(p), ctx, req, out, err);
     if (rc == 0 && fix_environment(p, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return rc;
 }
 
@@ -97,7 +98,7 @@ static int ops_run_project(struct plm_provider *p, const struct plm_run_ctx *ctx
 {
     int rc = e2b_run_project(st(p), ctx, req, out, err);
     if (rc == 0 && fix_environment(p, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return rc;
 }
 
@@ -175,7 +176,7 @@ static const struct plm_provider_ops e2b_ops = {
     .destroy = ops_destroy,
 };
 
-#define CFG_ERR(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, __VA_ARGS__)
+#define CFG_ERR(err, ...) plm_fail(err, 0, PLM_E_INVALID, __VA_ARGS__)
 
 static int copy_var(const char *var, const char *v, char *dst, size_t cap, struct plm_err *err)
 {
@@ -271,12 +272,10 @@ static int configure(struct e2b_state *s, const struct e2b_config *c, struct plm
 
 struct plm_provider *e2b_provider_new(const struct e2b_config *cfg, struct plm_err *err)
 {
-    struct e2b_state *s = calloc(1, sizeof *s);
-    struct plm_provider *p = calloc(1, sizeof *p);
+    cleanup_free struct e2b_state *s = calloc(1, sizeof *s);
+    cleanup_free struct plm_provider *p = calloc(1, sizeof *p);
     if (!s || !p) {
-        free(s);
-        free(p);
-        plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         return NULL;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread of ours exists */
@@ -290,11 +289,10 @@ struct plm_provider *e2b_provider_new(const struct e2b_config *cfg, struct plm_e
     share_init(s);
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "e2b provider");
-        state_free(s);
-        free(p);
+        state_free(take_ptr(&s)); /* its locks and the curl globals were set up */
         return NULL;
     }
     p->ops = &e2b_ops;
-    p->state = s;
-    return p;
+    p->state = take_ptr(&s);
+    return take_ptr(&p);
 }

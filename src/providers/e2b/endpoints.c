@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-#define URL_ERR(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, __VA_ARGS__)
+#define URL_ERR(err, ...) plm_fail(err, 0, PLM_E_INVALID, __VA_ARGS__)
 
 struct url {
     bool https;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../../core/base64.h"
+#include "../../core/cleanup_curl.h"
 #include "internal.h"
 
 /* One unary call; 0 when envd answered 200. */
@@ -18,25 +19,18 @@ static int unary(struct e2b_state *s, const struct e2b_sandbox *sb, const char *
                  size_t blen, long timeout_ms, struct plm_err *err)
 {
     if (timeout_ms < 1)
-        return plm_err_set(err, ETIMEDOUT, PLM_E_DEADLINE, PLM_REFUSAL_NONE, "e2b: no time left for %s", method);
+        return plm_fail(err, ETIMEDOUT, PLM_E_DEADLINE, "e2b: no time left for %s", method);
     char url[800];
     snprintf(url, sizeof url, "%s/process.Process/%s", sb->envd_base, method);
-    struct curl_slist *hd = e2b_connect_headers(sb, "application/json", timeout_ms);
+    cleanup_slist struct curl_slist *hd = e2b_connect_headers(sb, "application/json", timeout_ms);
     if (!hd)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-    struct e2b_answer a;
-    int rc = e2b_request(s, "POST", url, hd, body, blen, NULL, NULL, timeout_ms, 64 * 1024, &a);
-    curl_slist_free_all(hd);
-    long st = a.status;
-    bool late = a.timed_out;
-    char why[160];
-    snprintf(why, sizeof why, "%s", a.why);
-    e2b_answer_done(&a);
-    if (rc < 0)
-        return plm_err_set(err, 0, late ? PLM_E_DEADLINE : PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                           "e2b: envd %s failed: %s", method, why);
-    if (st != 200)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: envd %s answered HTTP %ld", method, st);
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    struct e2b_answer a __attribute__((cleanup(e2b_answer_done))) = {0};
+    if (e2b_request(s, "POST", url, hd, body, blen, NULL, NULL, timeout_ms, 64 * 1024, &a) < 0)
+        return plm_fail(err, 0, a.timed_out ? PLM_E_DEADLINE : PLM_E_UNAVAILABLE, "e2b: envd %s failed: %s", method,
+                        a.why);
+    if (a.status != 200)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: envd %s answered HTTP %ld", method, a.status);
     return 0;
 }
 
@@ -46,7 +40,7 @@ int e2b_send_input(struct e2b_state *s, const struct e2b_sandbox *sb, int64_t pi
     size_t elen = b64_encoded_len(len, true);
     char *body = malloc(elen + 96);
     if (!body)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     int n = snprintf(body, 96, "{\"process\":{\"pid\":%lld},\"input\":{\"stdin\":\"", (long long)pid);
     size_t off = (size_t)n + b64_encode(data, len, body + n, B64_STD, true);
     memcpy(body + off, "\"}}", 4);
@@ -69,16 +63,14 @@ int e2b_sandbox_alive(struct e2b_state *s, const struct e2b_sandbox *sb)
 {
     char key[300], url[700];
     snprintf(key, sizeof key, "X-API-Key: %s", s->api_key);
-    struct curl_slist *hd = curl_slist_append(NULL, key);
+    cleanup_slist struct curl_slist *hd = curl_slist_append(NULL, key);
     explicit_bzero(key, sizeof key);
     if (!hd)
         return -1;
     snprintf(url, sizeof url, "%s/sandboxes/%s", s->api_base, sb->id);
-    struct e2b_answer a;
+    struct e2b_answer a __attribute__((cleanup(e2b_answer_done))) = {0};
     int rc = e2b_request(s, "GET", url, hd, NULL, 0, NULL, NULL, 10000L, E2B_ANSWER_MAX, &a);
-    curl_slist_free_all(hd);
     long st = a.status;
-    e2b_answer_done(&a);
     if (rc < 0)
         return -1;
     return st == 200 ? 1 : st == 404 ? 0 : -1;

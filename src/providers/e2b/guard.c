@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../core/cleanup.h"
 #include "../../core/hostport.h"
 #include "../../core/record.h"
 #include "../../guestio/guestio.h"
@@ -165,18 +166,15 @@ int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, 
     struct sockaddr_storage ss;
     socklen_t sl;
     if (plm_parse_hostport(addr, &ss, &sl) < 0)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE,
-                           "PLIMSOLL_GUARD_ADDR=\"%s\": expected host:port, [v6]:port or :port", addr);
+        return plm_fail(err, 0, PLM_E_INVALID, "PLIMSOLL_GUARD_ADDR=\"%s\": expected host:port, [v6]:port or :port", addr);
     if (strlen(path) >= 240)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "E2B_GUARD_URL: the path is too long");
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        return plm_fail(err, 0, PLM_E_INVALID, "E2B_GUARD_URL: the path is too long");
+    cleanup_close int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
         bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 128) < 0) {
         int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return plm_err_set(err, e, PLM_E_INVALID, PLM_REFUSAL_NONE, "PLIMSOLL_GUARD_ADDR=%s: cannot listen: %s", addr,
+        return plm_fail(err, e, PLM_E_INVALID, "PLIMSOLL_GUARD_ADDR=%s: cannot listen: %s", addr,
                            strerror(e));
     }
     struct sockaddr_storage bound;
@@ -186,10 +184,8 @@ int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, 
         port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                  : ((struct sockaddr_in *)&bound)->sin_port);
     struct e2b_guard *g = calloc(1, sizeof *g);
-    if (!g) {
-        close(fd);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-    }
+    if (!g)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     g->port = port;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
@@ -201,7 +197,7 @@ int e2b_guard_start(const char *addr, const char *path, struct e2b_guard **out, 
                              .write_ms = E2B_GUARD_TIMEOUT_S * 1000, .guard_path = path,
                              .restart_window_ms = 60000};
     struct gio_handler h = {.guard = on_gcall, .ctx = g};
-    if (gio_server_start(fd, &lim, &h, NULL, &g->srv, err) < 0) {
+    if (gio_server_start(take_fd(&fd), &lim, &h, NULL, &g->srv, err) < 0) { /* the server owns fd */
         pthread_mutex_destroy(&g->mu);
         pthread_cond_destroy(&g->cv);
         free(g);
@@ -232,7 +228,7 @@ int e2b_guard_register(struct e2b_guard *g, const struct plm_host_api *api, char
 {
     memcpy(token, "crg_", 4);
     if (e2b_random_hex(token + 4, 32) < 0)
-        return plm_err_set(err, errno, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "getrandom failed");
+        return plm_fail(err, errno, PLM_E_INTERNAL, "getrandom failed");
     struct entry e = {.api = api ? *api : (struct plm_host_api){0}};
     rec_sha256_hex(token, E2B_GUARD_TOKEN_LEN, e.key);
     pthread_mutex_lock(&g->mu);
@@ -241,7 +237,7 @@ int e2b_guard_register(struct e2b_guard *g, const struct plm_host_api *api, char
         struct entry *nv = realloc(g->v, nc * sizeof *nv);
         if (!nv) {
             pthread_mutex_unlock(&g->mu);
-            return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+            return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
         }
         g->v = nv, g->cap = nc;
     }

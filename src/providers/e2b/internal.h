@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../core/clock.h"
 #include "../../core/evidence.h"
 #include "../../core/provider.h"
 #include "e2b.h"
@@ -167,7 +168,7 @@ int e2b_send_signal(struct e2b_state *s, const struct e2b_sandbox *sb, int64_t p
 /* GET /sandboxes/{id}: 1 running, 0 gone (404), -1 unknown (no answer or another status). */
 int e2b_sandbox_alive(struct e2b_state *s, const struct e2b_sandbox *sb);
 
-/* ---- track.c ------------------------------------------------------------------------------- */
+/* ---- track.c (the tracked set), reconcile.c (the thread, the sweeps) -------------------------- */
 int e2b_track(struct e2b_state *s, const char *id);
 void e2b_untrack(struct e2b_state *s, const char *id);
 bool e2b_is_tracked(struct e2b_state *s, const char *id);
@@ -215,7 +216,16 @@ int e2b_ops_session_cell(struct plm_provider *p, struct plm_session *ss, const s
                          struct plm_err *err);
 int e2b_ops_session_close(struct plm_provider *p, struct plm_session *ss, struct plm_err *err);
 
-/* ---- util ---------------------------------------------------------------------------------- */
-int64_t e2b_mono_ms(void);
+/* ---- util.c ---------------------------------------------------------------------------------- */
+/* The core monotonic clock (core/clock.h), signed for the deadline arithmetic of this folder. */
+static inline int64_t e2b_mono_ms(void) { return (int64_t)clock_mono_ms(); }
+/* A monotonic instant (ms, never before now) as the absolute time of a wait on a condition
+ * variable whose clock is CLOCK_MONOTONIC. */
+static inline struct timespec e2b_mono_at(int64_t at_ms)
+{
+    int64_t now = e2b_mono_ms();
+    at_ms = at_ms > now ? at_ms : now;
+    return (struct timespec){.tv_sec = at_ms / 1000, .tv_nsec = (long)(at_ms % 1000) * 1000000};
+}
 void e2b_log(const char *level, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int e2b_random_hex(char *out, size_t nbytes); /* out gets 2*nbytes hex + NUL */

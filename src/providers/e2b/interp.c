@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/cleanup_curl.h"
 #include "../../core/limits.h"
 #include "cellscan.h"
 
@@ -88,8 +89,8 @@ static void *reader(void *arg)
     st.sink = on_output;
     st.on_start = on_start;
     st.sink_ctx = it;
-    CURL *h = e2b_curl(it->s, it->stream_ms);
-    struct curl_slist *hd = e2b_connect_headers(&it->sb, "application/connect+json", it->stream_ms);
+    cleanup_curl CURL *h = e2b_curl(it->s, it->stream_ms);
+    cleanup_slist struct curl_slist *hd = e2b_connect_headers(&it->sb, "application/connect+json", it->stream_ms);
     char url[800];
     snprintf(url, sizeof url, "%s/process.Process/Start", it->sb.envd_base);
     CURLcode rc = CURLE_OUT_OF_MEMORY;
@@ -124,22 +125,12 @@ static void *reader(void *arg)
     pthread_cond_broadcast(&it->cv);
     pthread_mutex_unlock(&it->mu);
     e2b_stream_done(&st);
-    curl_slist_free_all(hd);
-    if (h)
-        curl_easy_cleanup(h);
     return NULL;
 }
 
 static void deadline_ts(int64_t deadline_ms, struct timespec *ts)
 {
-    int64_t left = deadline_ms - e2b_mono_ms();
-    if (left < 0)
-        left = 0;
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += left / 1000;
-    ts->tv_nsec += (left % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000)
-        ts->tv_sec++, ts->tv_nsec -= 1000000000;
+    *ts = e2b_mono_at(deadline_ms);
 }
 
 /* Under mu: waits until both markers, the stream's end, a bad marker or the budget. */
@@ -204,7 +195,7 @@ int e2b_interp_start(struct e2b_state *s, const struct e2b_sandbox *sb, const ch
     bool py = !strcmp(lang, "python");
     struct e2b_interp *it = calloc(1, sizeof *it);
     if (!it)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     it->s = s;
     it->sb = *sb;
     it->pid = -1;
@@ -218,14 +209,14 @@ int e2b_interp_start(struct e2b_state *s, const struct e2b_sandbox *sb, const ch
     char nonce[E2B_CELL_NONCE_HEX + 1];
     if (arm(it, nonce) < 0) {
         e2b_interp_free(it, false);
-        return plm_err_set(err, EIO, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "e2b: no randomness for a cell nonce");
+        return plm_fail(err, EIO, PLM_E_INTERNAL, "e2b: no randomness for a cell nonce");
     }
     const char *args[] = {py ? "-I" : "-e", py ? "-u" : e2b_kernel_js, py ? "-c" : nonce, e2b_kernel_py, nonce};
     it->body = py ? e2b_start_body("python3", args, 5, cwd, NULL, 0, true, &it->blen)
                   : e2b_start_body("node", args, 3, cwd, NULL, 0, true, &it->blen);
     if (!it->body || pthread_create(&it->th, NULL, reader, it) != 0) {
         e2b_interp_free(it, false);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "e2b: cannot start an interpreter's stream");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "e2b: cannot start an interpreter's stream");
     }
     it->th_started = true;
     pthread_mutex_lock(&it->mu);
@@ -262,6 +253,14 @@ bool e2b_interp_alive(struct e2b_interp *it)
     return alive;
 }
 
+int64_t e2b_interp_pid(struct e2b_interp *it)
+{
+    pthread_mutex_lock(&it->mu);
+    int64_t pid = it->over ? -1 : it->pid;
+    pthread_mutex_unlock(&it->mu);
+    return pid;
+}
+
 int e2b_interp_cell(struct e2b_interp *it, const char *code, size_t len, int64_t deadline_ms,
                     struct e2b_cell_out *r, struct plm_err *err)
 {
@@ -277,7 +276,7 @@ int e2b_interp_cell(struct e2b_interp *it, const char *code, size_t len, int64_t
     int hn = snprintf(head, sizeof head, "%s %zu\n", nonce, len);
     uint8_t *msg = malloc((size_t)hn + len);
     if (!msg)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     memcpy(msg, head, (size_t)hn);
     memcpy(msg + hn, code, len);
     int sent = e2b_send_input(it->s, &it->sb, pid, msg, (size_t)hn + len, deadline_ms, err);
@@ -316,14 +315,13 @@ int e2b_interp_cell(struct e2b_interp *it, const char *code, size_t len, int64_t
     } else if (bad) {
         kill_and_wait(it);
         r->ended = true;
-        rc = plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                         "e2b: the interpreter's output carried a malformed end-of-cell marker; it was ended");
+        rc = plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "e2b: the interpreter's output carried a malformed end-of-cell marker; it was ended");
     } else if (over && end_event) { /* the code ended its interpreter (exit, a fatal signal) */
         r->exit_code = exit_code;
         r->ended = true;
     } else if (over) {
         r->ended = true;
-        rc = plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: the interpreter's stream broke: %s", why);
+        rc = plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: the interpreter's stream broke: %s", why);
     } else { /* the deadline: the interpreter is interrupted (killed), the session goes on */
         kill_and_wait(it);
         r->exit_code = E2B_EXIT_TIMEOUT;

@@ -29,6 +29,8 @@ int e2b_interp_start(struct e2b_state *s, const struct e2b_sandbox *sb, const ch
                      struct plm_err *err);
 /* False once its process or its stream is over. */
 bool e2b_interp_alive(struct e2b_interp *it);
+/* The interpreter's pid in the sandbox (envd's start event); -1 once it is over. */
+int64_t e2b_interp_pid(struct e2b_interp *it);
 /* One cell. 0: r filled (exit 124 + timed_out at the deadline, 153 past the 32 MiB output budget,
  * the interpreter's own exit status when it ended mid-cell). -1: an unmarked error (the code
  * may have run); the interpreter is then dead. */

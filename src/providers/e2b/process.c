@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/cleanup_curl.h"
+#include "../../core/cleanup_json.h"
 #include "../../core/limits.h"
 #include "internal.h"
 
@@ -41,9 +43,8 @@ char *e2b_start_body(const char *cmd, const char *const *args, size_t nargs, con
             json_object_set_new(e, envs[i].key, json_string(envs[i].value));
         json_object_set_new(proc, "envs", e);
     }
-    json_t *root = proc ? json_pack("{s:o, s:b}", "process", proc, "stdin", with_stdin) : NULL;
-    char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-    json_decref(root);
+    cleanup_json json_t *root = proc ? json_pack("{s:o, s:b}", "process", proc, "stdin", with_stdin) : NULL;
+    cleanup_free char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
     if (!text)
         return NULL;
     size_t n = strlen(text);
@@ -54,7 +55,6 @@ char *e2b_start_body(const char *cmd, const char *const *args, size_t nargs, con
         memcpy(env + 5, text, n);
         *len = 5 + n;
     }
-    free(text);
     return env;
 }
 
@@ -64,22 +64,19 @@ struct curl_slist *e2b_connect_headers(const struct e2b_sandbox *sb, const char 
     snprintf(h1, sizeof h1, "X-Access-Token: %s", sb->envd_token);
     snprintf(h2, sizeof h2, "e2b-traffic-access-token: %s", sb->traffic_token);
     snprintf(h3, sizeof h3, "Connect-Timeout-Ms: %ld", timeout_ms);
-    struct curl_slist *hd = NULL;
+    cleanup_slist struct curl_slist *hd = NULL;
     char h0[80];
     snprintf(h0, sizeof h0, "Content-Type: %s", content_type);
     const char *lines[] = {h0, "Connect-Protocol-Version: 1", h1, h2, h3};
-    for (size_t i = 0; i < 5; i++) {
+    bool all = true;
+    for (size_t i = 0; i < 5 && all; i++) {
         struct curl_slist *n = curl_slist_append(hd, lines[i]);
-        if (!n) {
-            curl_slist_free_all(hd);
-            hd = NULL;
-            break;
-        }
-        hd = n;
+        all = n != NULL;
+        hd = n ? n : hd;
     }
     explicit_bzero(h1, sizeof h1);
     explicit_bzero(h2, sizeof h2);
-    return hd;
+    return all ? take_ptr(&hd) : NULL;
 }
 
 int e2b_process(struct e2b_state *s, const struct e2b_sandbox *sb, const char *cmd, const char *const *args,
@@ -95,17 +92,12 @@ int e2b_process(struct e2b_state *s, const struct e2b_sandbox *sb, const char *c
         return 0;
     }
     size_t blen = 0;
-    char *body = e2b_start_body(cmd, args, nargs, cwd, envs, nenvs, false, &blen);
-    CURL *h = e2b_curl(s, left);
+    cleanup_free char *body = e2b_start_body(cmd, args, nargs, cwd, envs, nenvs, false, &blen);
+    cleanup_curl CURL *h = e2b_curl(s, left);
     /* (spec) the remaining time, >= 1 */
-    struct curl_slist *hd = e2b_connect_headers(sb, "application/connect+json", left);
-    if (!body || !h || !hd) {
-        free(body);
-        curl_slist_free_all(hd);
-        if (h)
-            curl_easy_cleanup(h);
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "e2b: out of memory starting a process");
-    }
+    cleanup_slist struct curl_slist *hd = e2b_connect_headers(sb, "application/connect+json", left);
+    if (!body || !h || !hd)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "e2b: out of memory starting a process");
     char url[800];
     snprintf(url, sizeof url, "%s/process.Process/Start", sb->envd_base);
     struct feed f = {.verdict = 0};
@@ -119,9 +111,6 @@ int e2b_process(struct e2b_state *s, const struct e2b_sandbox *sb, const char *c
     CURLcode rc = curl_easy_perform(h);
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(h);
-    curl_slist_free_all(hd);
-    free(body);
     r->duration_ms = e2b_mono_ms() - t0;
     bool deadline = rc == CURLE_OPERATION_TIMEDOUT || e2b_mono_ms() >= deadline_ms;
     int ret = 0;
@@ -138,19 +127,18 @@ int e2b_process(struct e2b_state *s, const struct e2b_sandbox *sb, const char *c
         r->timed_out = true;
         r->exit_code = E2B_EXIT_TIMEOUT;
     } else if (status != 200 && status) {
-        ret = plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: envd refused to start the process: HTTP %ld",
+        ret = plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: envd refused to start the process: HTTP %ld",
                           status);
     } else if (f.verdict < 0 || f.st.failed) {
-        ret = plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: envd's process stream: %s", f.st.fail);
+        ret = plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "e2b: envd's process stream: %s", f.st.fail);
     } else if (f.st.trailer_code[0]) {
-        ret = plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: envd's process stream ended with %s: %s",
+        ret = plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: envd's process stream ended with %s: %s",
                           f.st.trailer_code, f.st.trailer_msg);
     } else if (rc != CURLE_OK && rc != CURLE_WRITE_ERROR) {
-        ret = plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: envd's process stream failed: %s",
+        ret = plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: envd's process stream failed: %s",
                           curl_easy_strerror(rc));
     } else {
-        ret = plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                          "e2b: envd's process stream ended without an end event (no exit status)");
+        ret = plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: envd's process stream ended without an end event (no exit status)");
     }
     if (ret == 0) {
         r->out = f.st.out, r->err = f.st.err;

@@ -11,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/cleanup.h"
+#include "../../core/cleanup_json.h"
 #include "../../core/limits.h"
 #include "../../core/validate.h"
+#include "../../core/provider_gate.h"
 #include "internal.h"
 
 /* The guard transport for the grant client (client_js.h's contract): fetch to the guard URL,
@@ -31,32 +34,28 @@
 
 static char *js_literal(const char *s)
 {
-    json_t *j = json_string(s);
-    char *t = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_ESCAPE_SLASH) : NULL;
-    json_decref(j);
-    return t;
+    cleanup_json json_t *j = json_string(s);
+    return j ? json_dumps(j, JSON_ENCODE_ANY | JSON_ESCAPE_SLASH) : NULL;
 }
 
 /* send + `(0, eval)(client)`: the client runs as a classic script at global scope, as under the
  * other transports, so its names never collide with the guest's module-level declarations. */
 static char *prelude(const char *guard_url, const char *client_js)
 {
-    char *g = js_literal(guard_url), *c = js_literal(client_js);
+    cleanup_free char *g = js_literal(guard_url);
+    cleanup_free char *c = js_literal(client_js);
     char *out = NULL;
     if (g && c && asprintf(&out, GUARD_SEND_FMT "(0, eval)(%s);\n", g, c) < 0)
         out = NULL;
-    free(g);
-    free(c);
     return out;
 }
 
 char *e2b_host_module(const char *guard_url, const char *client_js)
 {
-    char *p = prelude(guard_url, client_js);
+    cleanup_free char *p = prelude(guard_url, client_js);
     char *out = NULL;
     if (p && asprintf(&out, "// plimsoll grant client (e2b egress guard)\n%s", p) < 0)
         out = NULL;
-    free(p);
     return out;
 }
 
@@ -64,11 +63,10 @@ char *e2b_snippet_text(const char *guard_url, const char *client_js, const char 
 {
     if (!client_js)
         return strdup(code);
-    char *p = prelude(guard_url, client_js);
+    cleanup_free char *p = prelude(guard_url, client_js);
     char *out = NULL;
     if (p && asprintf(&out, "%s%s", p, code) < 0)
         out = NULL;
-    free(p);
     return out;
 }
 
@@ -102,20 +100,16 @@ int e2b_result_identity(struct e2b_state *s, struct plm_result *out)
 
 int e2b_gate(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req, struct plm_err *err)
 {
-    if (plm_validate_payload(req, err) < 0)
-        return -1;
-    enum plm_tier t = atomic_load(&s->proven) ? PLM_TIER_VM : PLM_TIER_NONE;
-    if (tier_check_floor(t, ctx->floor, err) < 0)
-        return -1;
-    if (!s->api_key[0])
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: E2B_API_KEY is not set");
     /* (spec step 2) a grant needs the guard: refused before any VM exists */
-    if (ctx->host_api && (!s->guard || !s->guard_url[0] || !ctx->host_api->call))
-        return plm_err_set(err, 0, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                           "e2b: grants need E2B_GUARD_URL and PLIMSOLL_GUARD_ADDR; nothing ran");
-    if (!atomic_load(&s->proven))
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b: the provider has not been proven yet");
-    return 0;
+    struct plm_gate g = {
+        .tier = PLM_TIER_VM,
+        .proven = atomic_load(&s->proven),
+        .grants_ready = s->guard && s->guard_url[0],
+        .no_grants = "grants need E2B_GUARD_URL and PLIMSOLL_GUARD_ADDR; nothing ran",
+        .unavailable = s->api_key[0] ? NULL : "E2B_API_KEY is not set",
+        .validate_payload = true,
+    };
+    return plm_provider_gate(&g, ctx, req, err) < 0 ? plm_err_wrap(err, "e2b") : 0;
 }
 
 /* The run's sandbox and guard token, set up and torn down together. */
@@ -182,7 +176,7 @@ static int snippet_result(struct e2b_state *s, struct e2b_proc_result *pr, struc
     out->js.timed_out = pr->timed_out;
     out->duration_ms = pr->duration_ms;
     if (e2b_result_identity(s, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return 0;
 }
 
@@ -205,16 +199,15 @@ int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
     const struct plm_host_api *api = ctx->host_api;
-    char *text = e2b_snippet_text(s->guard_url, api ? api->client_js : NULL, req->js.code);
+    cleanup_free char *text = e2b_snippet_text(s->guard_url, api ? api->client_js : NULL, req->js.code);
     if (!text)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     struct vm vm;
     int rc = vm_open(s, api, budget, &vm, err);
     struct e2b_proc_result pr = {0};
     if (rc == 0)
         rc = snippet_in_vm(s, &vm.sb, api, text, deadline, NULL, &pr, err);
     vm_close(s, &vm);
-    free(text);
     if (rc < 0)
         return plm_err_wrap(err, "snippet");
     return snippet_result(s, &pr, out, err);
@@ -228,12 +221,11 @@ int e2b_snippet_in(struct e2b_state *s, const struct e2b_sandbox *sb, const stru
     if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
     const struct plm_host_api *api = ctx->host_api; /* a session's grant (session_grant.c) */
-    char *text = api ? e2b_snippet_text(s->guard_url, api->client_js, req->js.code) : NULL;
+    cleanup_free char *text = api ? e2b_snippet_text(s->guard_url, api->client_js, req->js.code) : NULL;
     if (api && !text)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     struct e2b_proc_result pr = {0};
     int rc = snippet_in_vm(s, sb, api, text ? text : req->js.code, deadline, cwd, &pr, err);
-    free(text);
     if (rc < 0)
         return plm_err_wrap(err, "snippet");
     return snippet_result(s, &pr, out, err);
@@ -252,130 +244,140 @@ static int upload_project(struct e2b_state *s, const struct e2b_sandbox *sb, con
                           struct plm_err *err)
 {
     size_t n = req->project.n_files;
-    struct e2b_upload *up = calloc(n + 1, sizeof *up);
-    char(*paths)[LIM_PATH_MAX + 64] = calloc(n + 1, sizeof *paths);
-    char *module = api ? e2b_host_module(s->guard_url, api->client_js) : NULL;
-    int rc = 0;
-    if (!up || !paths || (api && !module)) {
-        rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-        goto out;
-    }
+    cleanup_free struct e2b_upload *up = calloc(n + 1, sizeof *up);
+    cleanup_free char(*paths)[LIM_PATH_MAX + 64] = calloc(n + 1, sizeof *paths);
+    cleanup_free char *module = api ? e2b_host_module(s->guard_url, api->client_js) : NULL;
+    if (!up || !paths || (api && !module))
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        if (e2b_project_path(req->project.files[i].path, paths[i], sizeof paths[i]) < 0) {
-            rc = setup_failed(pr, req->project.files[i].path) < 0 ? -1 : 1;
-            goto out;
-        }
+        if (e2b_project_path(req->project.files[i].path, paths[i], sizeof paths[i]) < 0)
+            return setup_failed(pr, req->project.files[i].path) < 0 ? -1 : 1;
         up[i] = (struct e2b_upload){paths[i], req->project.files[i].content, strlen(req->project.files[i].content)};
     }
     if (module)
         up[n++] = (struct e2b_upload){E2B_HOST_MODULE, module, strlen(module)};
-    if (n)
-        rc = e2b_write_files(s, sb, up, n, deadline, err);
-out:
-    free(up);
-    free(paths);
-    free(module);
-    return rc;
+    return n ? e2b_write_files(s, sb, up, n, deadline, err) : 0;
 }
 
-/* Files, steps and artifacts in sb (projects.md sequence); *timed_out when the budget ran out. */
+/* A step cut by the budget before it could start: it says so, exit 124. */
+static int step_timed_out(struct plm_project_result *pr, const char *step, struct plm_err *err)
+{
+    struct plm_step_result *sr = &pr->steps[pr->n_steps++];
+    sr->command = strdup(step);
+    sr->exit_code = E2B_EXIT_TIMEOUT;
+    sr->timed_out = true;
+    return sr->command ? 0 : plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+}
+
+/* One step: its script written to E2B_STEP_PATH, then `sh` on it in the project directory. 1 when
+ * the steps stop here (its time ran out, or a non-zero exit), 0 to go on, -1 on error. */
+static int run_step(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_host_api *api,
+                    const char *step, int64_t deadline, struct plm_project_result *pr, bool *timed_out,
+                    struct plm_err *err)
+{
+    struct e2b_upload up = {E2B_STEP_PATH, step, strlen(step)};
+    if (e2b_write_files(s, sb, &up, 1, deadline, err) < 0) {
+        if (err->kind != PLM_E_DEADLINE)
+            return -1;
+        plm_err_clear(err);
+        *timed_out = true;
+        return step_timed_out(pr, step, err) < 0 ? -1 : 1;
+    }
+    const char *args[] = {E2B_STEP_PATH};
+    struct e2b_env env[] = {{"NODE_EXTRA_CA_CERTS", E2B_CA_BUNDLE}, {"NODE_OPTIONS", "--import " E2B_HOST_MODULE}};
+    struct e2b_proc_result p;
+    if (e2b_process(s, sb, "sh", args, 1, E2B_PROJECT_DIR, env, api ? 2 : 0, deadline, &p, err) < 0)
+        return -1;
+    struct plm_step_result *sr = &pr->steps[pr->n_steps++];
+    sr->command = strdup(step);
+    sr->out = p.out, sr->err = p.err;
+    sr->out_truncated = p.out_truncated || p.exit_code == E2B_EXIT_BUDGET;
+    sr->err_truncated = p.err_truncated || p.exit_code == E2B_EXIT_BUDGET;
+    sr->exit_code = p.exit_code;
+    sr->timed_out = p.timed_out;
+    sr->duration_ms = p.duration_ms;
+    if (!sr->command)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    *timed_out = p.timed_out;
+    return p.timed_out || p.exit_code != 0; /* (spec) steps stop at the first non-zero exit */
+}
+
+static int run_steps(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_host_api *api,
+                     const struct plm_request *req, int64_t deadline, struct plm_project_result *pr,
+                     bool *timed_out, struct plm_err *err)
+{
+    size_t n = req->project.n_steps;
+    if (!n || *timed_out)
+        return 0;
+    if (!(pr->steps = calloc(n, sizeof *pr->steps)))
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        int rc = run_step(s, sb, api, req->project.steps[i], deadline, pr, timed_out, err);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+    }
+    return 0;
+}
+
+/* Artifacts, within the 8 MiB total, only after the steps ran (and not after a time-out). A 404
+ * counts as missing (spec); past the total the list is cut and flagged. */
+static int read_artifacts(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_request *req,
+                          int64_t deadline, struct plm_project_result *pr, bool *timed_out, struct plm_err *err)
+{
+    if (!(pr->artifacts = calloc(req->project.n_artifacts, sizeof *pr->artifacts)))
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    size_t used = 0;
+    for (size_t i = 0; i < req->project.n_artifacts; i++) {
+        char path[LIM_PATH_MAX + 64];
+        if (e2b_project_path(req->project.artifacts[i], path, sizeof path) < 0)
+            continue;
+        struct plm_bytes b = {0};
+        bool over = false;
+        int got = e2b_read_file(s, sb, path, E2B_ARTIFACTS_MAX - used, deadline, &b, &over, err);
+        if (got < 0 && err->kind == PLM_E_DEADLINE) {
+            plm_err_clear(err);
+            *timed_out = true;
+            return 0;
+        }
+        if (got < 0)
+            return -1;
+        if (over) {
+            plm_bytes_done(&b);
+            pr->artifacts_truncated = true;
+            return 0;
+        }
+        if (got == 0)
+            continue;
+        used += b.len;
+        struct plm_artifact *a = &pr->artifacts[pr->n_artifacts++];
+        a->path = strdup(req->project.artifacts[i]);
+        a->content = b;
+        if (!a->path)
+            return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    }
+    return 0;
+}
+
+/* The project's stages in its sandbox: files (an illegal path is reported in pr, nothing runs),
+ * steps, artifacts; a budget that runs out in any stage ends it as timed out, not as an error. */
 static int project_in_vm(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_host_api *api,
                          const struct plm_request *req, int64_t deadline, struct plm_project_result *pr,
                          bool *timed_out_out, struct plm_err *err)
 {
     bool timed_out = false;
+    *timed_out_out = false;
     int rc = upload_project(s, sb, req, api, deadline, pr, err);
     if (rc < 0 && err->kind == PLM_E_DEADLINE) {
         plm_err_clear(err); /* the budget ran out while the files were written */
         rc = 0;
         timed_out = true;
     }
-    *timed_out_out = false;
     if (rc > 0)
-        return 0; /* an illegal path: reported in pr, nothing runs */
-    if (rc == 0 && req->project.n_steps)
-        pr->steps = calloc(req->project.n_steps, sizeof *pr->steps);
-    if (rc == 0 && req->project.n_steps && !pr->steps)
-        rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-    for (size_t i = 0; rc == 0 && !timed_out && i < req->project.n_steps; i++) {
-        const char *step = req->project.steps[i];
-        struct e2b_upload up = {E2B_STEP_PATH, step, strlen(step)};
-        if (e2b_write_files(s, sb, &up, 1, deadline, err) < 0) {
-            if (err->kind == PLM_E_DEADLINE) {
-                plm_err_clear(err);
-                timed_out = true;
-                struct plm_step_result *sr = &pr->steps[pr->n_steps++];
-                sr->command = strdup(step);
-                sr->exit_code = E2B_EXIT_TIMEOUT;
-                sr->timed_out = true;
-                if (!sr->command)
-                    rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-                break;
-            }
-            rc = -1;
-            break;
-        }
-        const char *args[] = {E2B_STEP_PATH};
-        struct e2b_env env[] = {{"NODE_EXTRA_CA_CERTS", E2B_CA_BUNDLE}, {"NODE_OPTIONS", "--import " E2B_HOST_MODULE}};
-        struct e2b_proc_result p;
-        if (e2b_process(s, sb, "sh", args, 1, E2B_PROJECT_DIR, env, api ? 2 : 0, deadline, &p, err) < 0) {
-            rc = -1;
-            break;
-        }
-        struct plm_step_result *sr = &pr->steps[pr->n_steps++];
-        sr->command = strdup(step);
-        sr->out = p.out, sr->err = p.err;
-        sr->out_truncated = p.out_truncated || p.exit_code == E2B_EXIT_BUDGET;
-        sr->err_truncated = p.err_truncated || p.exit_code == E2B_EXIT_BUDGET;
-        sr->exit_code = p.exit_code;
-        sr->timed_out = p.timed_out;
-        sr->duration_ms = p.duration_ms;
-        if (!sr->command)
-            rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-        if (p.timed_out) {
-            timed_out = true;
-            break;
-        }
-        if (p.exit_code != 0)
-            break; /* (spec) steps stop at the first non-zero exit */
-    }
-    /* Artifacts, within the 8 MiB total, only after the steps ran (and not after a time-out). */
-    if (rc == 0 && pr->outcome == PLM_OUTCOME_UNSPECIFIED && !timed_out && req->project.n_artifacts) {
-        pr->artifacts = calloc(req->project.n_artifacts, sizeof *pr->artifacts);
-        if (!pr->artifacts)
-            rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-        size_t used = 0;
-        for (size_t i = 0; rc == 0 && i < req->project.n_artifacts && !pr->artifacts_truncated; i++) {
-            char path[LIM_PATH_MAX + 64];
-            if (e2b_project_path(req->project.artifacts[i], path, sizeof path) < 0)
-                continue;
-            struct plm_bytes b = {0};
-            bool over = false;
-            int got = e2b_read_file(s, sb, path, E2B_ARTIFACTS_MAX - used, deadline, &b, &over, err);
-            if (got < 0 && err->kind == PLM_E_DEADLINE) {
-                plm_err_clear(err);
-                timed_out = true;
-                break;
-            }
-            if (got < 0) {
-                rc = -1;
-                break;
-            }
-            if (over) {
-                plm_bytes_done(&b);
-                pr->artifacts_truncated = true;
-                break;
-            }
-            if (got == 0)
-                continue; /* (spec) a 404 counts as missing */
-            used += b.len;
-            struct plm_artifact *a = &pr->artifacts[pr->n_artifacts++];
-            a->path = strdup(req->project.artifacts[i]);
-            a->content = b;
-            if (!a->path)
-                rc = plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
-        }
-    }
+        return 0;
+    if (rc == 0)
+        rc = run_steps(s, sb, api, req, deadline, pr, &timed_out, err);
+    if (rc == 0 && pr->outcome == PLM_OUTCOME_UNSPECIFIED && !timed_out && req->project.n_artifacts)
+        rc = read_artifacts(s, sb, req, deadline, pr, &timed_out, err);
     *timed_out_out = timed_out;
     return rc;
 }
@@ -389,7 +391,7 @@ static int project_result(struct e2b_state *s, bool timed_out, struct plm_result
         pr->detail = strdup(timed_out ? "run exceeded the time budget" : "");
     }
     if (!pr->detail || e2b_result_identity(s, out) < 0)
-        return plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory");
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     return 0;
 }
 
@@ -417,7 +419,7 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     const struct plm_host_api *api = ctx->host_api;
     int bp = bad_path(s, req, out);
     if (bp != 0)
-        return bp < 0 ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory") : 0;
+        return bp < 0 ? plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory") : 0;
     struct vm vm;
     bool timed_out = false;
     int rc = vm_open(s, api, budget, &vm, err);
@@ -438,7 +440,7 @@ int e2b_project_in(struct e2b_state *s, const struct e2b_sandbox *sb, const stru
         return -1;
     int bp = bad_path(s, req, out);
     if (bp != 0)
-        return bp < 0 ? plm_err_set(err, ENOMEM, PLM_E_INTERNAL, PLM_REFUSAL_NONE, "out of memory") : 0;
+        return bp < 0 ? plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory") : 0;
     bool timed_out = false;
     if (project_in_vm(s, sb, ctx->host_api, req, deadline, &out->project, &timed_out, err) < 0)
         return plm_err_wrap(err, "project");

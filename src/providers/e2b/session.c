@@ -16,9 +16,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../core/cleanup.h"
 #include "../../core/limits.h"
 #include "interp.h"
 #include "session_grant.h"
+#include "sweep.h"
 
 #define E2B_SESSION_MARGIN_S 60 /* E2B's own timeout outlives the lifetime by this much */
 
@@ -28,7 +30,31 @@ struct plm_session {
     int64_t until_ms;               /* monotonic end of the lifetime */
     struct e2b_interp *interp[2];   /* javascript, python */
     struct e2b_sg grant;            /* how a granted call reaches the guard (session_grant.c) */
+    char *baseline;                 /* the VM's own processes at open, which every sweep spares */
 };
+
+/* The session's memory (its sandbox and grant are released by their owners before this). */
+static void session_free(struct plm_session *ss)
+{
+    free(ss->baseline);
+    explicit_bzero(ss, sizeof *ss);
+    free(ss);
+}
+DEFINE_CLEANUP(struct plm_session, session_free)
+
+/* The open's work once its sandbox exists: the resource read-back (when a cap is set), the session
+ * directory (a cell's interpreter starts in it), the process baseline (before any guest code). */
+static int session_set_up(struct e2b_state *s, struct plm_session *ss, struct plm_err *err)
+{
+    if ((s->memory_mb || s->cpus || s->disk_mb) && e2b_check_resources(s, &ss->sb, NULL, 0, err) < 0)
+        return -1;
+    char path[128];
+    snprintf(path, sizeof path, "%s/.plimsoll-session", E2B_PROJECT_DIR);
+    struct e2b_upload up = {path, "", 0};
+    if (e2b_write_files(s, &ss->sb, &up, 1, e2b_mono_ms() + E2B_CONTROL_TIMEOUT_MS, err) < 0)
+        return -1;
+    return e2b_sweep_baseline(s, &ss->sb, &ss->baseline, err);
+}
 
 static int lang_index(const char *lang)
 {
@@ -56,7 +82,7 @@ int e2b_ops_session_open(struct plm_provider *p, const struct plm_session_spec *
         return -1;
     if (!s->api_key[0] || !atomic_load(&s->proven))
         return plm_refuse(err, PLM_E_UNAVAILABLE, PLM_REFUSAL_UNSUPPORTED, "e2b: the provider has not been proven");
-    struct plm_session *ss = calloc(1, sizeof *ss);
+    struct plm_session *ss cleanup_(session_free) = calloc(1, sizeof *ss);
     if (!ss)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory opening a session");
     ss->s = s;
@@ -65,30 +91,15 @@ int e2b_ops_session_open(struct plm_provider *p, const struct plm_session_spec *
     /* E2B ends the VM by itself a minute after the lifetime, even if this daemon is gone */
     uint64_t budget = life + (uint64_t)E2B_SESSION_MARGIN_S * 1000 - 10000;
     const char *guard_token = NULL; /* E2B_SESSION_GRANTS=session: the guard's rule from the start */
-    if (e2b_sg_open(s, &ss->grant, &guard_token, err) < 0) {
-        free(ss);
+    if (e2b_sg_open(s, &ss->grant, &guard_token, err) < 0)
         return -1;
-    }
     if (e2b_create(s, budget > UINT32_MAX ? UINT32_MAX : (uint32_t)budget, guard_token, &ss->sb, err) < 0) {
         e2b_sg_close(s, &ss->grant);
-        explicit_bzero(ss, sizeof *ss);
-        free(ss);
         return -1; /* a VM may exist: never a refusal (the reconcile finds an unnamed one) */
     }
-    int rc = 0;
-    if (s->memory_mb || s->cpus || s->disk_mb)
-        rc = e2b_check_resources(s, &ss->sb, NULL, 0, err);
-    /* The session directory exists before any call (a cell's interpreter starts in it). */
-    char path[128];
-    snprintf(path, sizeof path, "%s/.plimsoll-session", E2B_PROJECT_DIR);
-    struct e2b_upload up = {path, "", 0};
-    if (rc == 0)
-        rc = e2b_write_files(s, &ss->sb, &up, 1, e2b_mono_ms() + E2B_CONTROL_TIMEOUT_MS, err);
-    if (rc < 0) {
+    if (session_set_up(s, ss, err) < 0) {
         e2b_delete(s, ss->sb.id);
         e2b_sg_close(s, &ss->grant);
-        explicit_bzero(ss, sizeof *ss);
-        free(ss);
         return plm_err_wrap(err, "opening a session");
     }
     e2b_log("info", "e2b_session_sandbox", "\"sandbox\":\"%s\",\"lifetime_ms\":%llu", ss->sb.id,
@@ -96,7 +107,7 @@ int e2b_ops_session_open(struct plm_provider *p, const struct plm_session_spec *
     info->tier = tier;
     info->software_identity[0] = 0;
     e2b_identity(s, info->environment, sizeof info->environment);
-    *out = ss;
+    *out = take_ptr(&ss);
     return 0;
 }
 
@@ -116,6 +127,30 @@ static void check_sandbox(struct plm_session *ss, enum plm_session_end *ended)
         *ended = PLM_END_BOUNDARY_FAILED;
 }
 
+/* Item 46 (no process outlives its call), after every call whose code may have run: every process
+ * but the VM's own and the live interpreters is killed (sweep.c). A sweep that cannot prove that
+ * ends the session, never silently: MAIN_PROCESS_ENDED when the sandbox is gone, else
+ * BOUNDARY_FAILED. The call's own result stands (its code ran and ended); the answer says ended. */
+static void sweep_after_call(struct plm_session *ss, enum plm_session_end *ended)
+{
+    if (*ended != PLM_END_NONE)
+        return; /* the session ends with its sandbox */
+    int64_t keep[2];
+    for (int i = 0; i < 2; i++)
+        keep[i] = ss->interp[i] ? e2b_interp_pid(ss->interp[i]) : -1;
+    struct plm_err e = {0};
+    if (e2b_sweep_after_call(ss->s, &ss->sb, ss->baseline, keep, 2, &e) == 0)
+        return;
+    char why[200]; /* the log's fields are JSON text: no quote or backslash of the message */
+    snprintf(why, sizeof why, "%.190s", e.msg);
+    for (char *c = why; *c; c++)
+        *c = (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) ? '\'' : *c;
+    e2b_log("warning", "e2b_session_sweep_failed", "\"sandbox\":\"%s\",\"detail\":\"%s\"", ss->sb.id, why);
+    check_sandbox(ss, ended);
+    if (*ended == PLM_END_NONE)
+        *ended = PLM_END_BOUNDARY_FAILED;
+}
+
 static long stream_ms(const struct plm_session *ss)
 {
     int64_t left = ss->until_ms - e2b_mono_ms() + (int64_t)E2B_SESSION_MARGIN_S * 1000;
@@ -128,41 +163,28 @@ static int write_cell_files(struct plm_session *ss, const struct plm_request *re
     size_t n = req->cell.n_files;
     if (!n)
         return 0;
-    struct e2b_upload *up = calloc(n, sizeof *up);
-    char(*paths)[LIM_PATH_MAX + 64] = calloc(n, sizeof *paths);
-    int rc = 0;
-    if (!up || !paths) {
-        rc = plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
-        goto out;
-    }
+    cleanup_free struct e2b_upload *up = calloc(n, sizeof *up);
+    cleanup_free char(*paths)[LIM_PATH_MAX + 64] = calloc(n, sizeof *paths);
+    if (!up || !paths)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        if (e2b_project_path(req->cell.files[i].path, paths[i], sizeof paths[i]) < 0) {
-            rc = plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "file %zu of %zu: illegal file path (EINVAL)",
-                            i + 1, n);
-            goto out;
-        }
+        if (e2b_project_path(req->cell.files[i].path, paths[i], sizeof paths[i]) < 0)
+            return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "file %zu of %zu: illegal file path (EINVAL)",
+                              i + 1, n);
         up[i] = (struct e2b_upload){paths[i], req->cell.files[i].content, strlen(req->cell.files[i].content)};
     }
-    if (e2b_write_files(ss->s, &ss->sb, up, n, deadline, err) < 0) {
-        check_sandbox(ss, ended);
-        if (*ended != PLM_END_NONE) {
-            rc = plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: the session's sandbox is gone (%s)",
-                          plm_session_end_name(*ended));
-        } else if (err->kind == PLM_E_DEADLINE) {
-            rc = plm_refuse(err, PLM_E_DEADLINE, PLM_REFUSAL_CAPACITY,
-                            "e2b: the cell's deadline passed while its files were written; its code was not run");
-        } else {
-            char why[200];
-            snprintf(why, sizeof why, "%.190s", err->msg);
-            rc = plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
-                            "file 1..%zu of %zu: the files could not all be written (EIO: %s); the code was not run",
-                            n, n, why);
-        }
-    }
-out:
-    free(up);
-    free(paths);
-    return rc;
+    if (e2b_write_files(ss->s, &ss->sb, up, n, deadline, err) == 0)
+        return 0;
+    check_sandbox(ss, ended);
+    if (*ended != PLM_END_NONE)
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: the session's sandbox is gone (%s)", plm_session_end_name(*ended));
+    if (err->kind == PLM_E_DEADLINE)
+        return plm_refuse(err, PLM_E_DEADLINE, PLM_REFUSAL_CAPACITY,
+                          "e2b: the cell's deadline passed while its files were written; its code was not run");
+    char why[200];
+    snprintf(why, sizeof why, "%.190s", err->msg);
+    return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
+                      "file 1..%zu of %zu: the files could not all be written (EIO: %s); the code was not run", n, n, why);
 }
 
 /* The result's sandbox, tier and identity (run.c's, when a snippet or project already set them),
@@ -229,12 +251,15 @@ int e2b_ops_session_cell(struct plm_provider *p, struct plm_session *ss, const s
         *it = NULL;
     }
     if (rc < 0) {
-        if (!plm_err_is_refusal(err))
+        if (!plm_err_is_refusal(err)) {
             check_sandbox(ss, ended);
+            sweep_after_call(ss, ended);
+        }
         return -1;
     }
     if (r.ended && !r.timed_out && r.exit_code >= 128)
         check_sandbox(ss, ended); /* killed by a signal: perhaps with its whole sandbox */
+    sweep_after_call(ss, ended);
     out->kind = PLM_KIND_CELL;
     out->cell = (struct plm_cell_result){.out = r.out, .err = r.err, .exit_code = r.exit_code, .timed_out = r.timed_out,
                                          .out_truncated = r.out_truncated, .err_truncated = r.err_truncated,
@@ -255,10 +280,13 @@ int e2b_ops_session_run(struct plm_provider *p, struct plm_session *ss, const st
                                            : e2b_snippet_in(s, &ss->sb, ctx, req, E2B_PROJECT_DIR, out, err);
     e2b_sg_end(s, &ss->grant, ss->sb.id, &gc, ended); /* the grant ends with the call's code */
     if (rc < 0) {
-        if (!plm_err_is_refusal(err))
+        if (!plm_err_is_refusal(err)) {
             check_sandbox(ss, ended);
+            sweep_after_call(ss, ended);
+        }
         return -1;
     }
+    sweep_after_call(ss, ended);
     return fill_identity(s, out, err) < 0 ? -1 : 0;
 }
 
@@ -274,9 +302,7 @@ int e2b_ops_session_close(struct plm_provider *p, struct plm_session *ss, struct
     for (int i = 0; i < 2; i++)
         e2b_interp_free(ss->interp[i], false);
     if (rc < 0)
-        plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
-                    "e2b: sandbox %s could not be deleted; the reconcile will retry", ss->sb.id);
-    explicit_bzero(ss, sizeof *ss);
-    free(ss);
+        plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b: sandbox %s could not be deleted; the reconcile will retry", ss->sb.id);
+    session_free(ss);
     return rc;
 }

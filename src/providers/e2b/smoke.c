@@ -119,19 +119,17 @@ static int run_probe(struct e2b_state *s, struct plm_evidence *ev, char *why, si
 int e2b_smoke(struct e2b_state *s, struct plm_err *err)
 {
     if (!s->api_key[0])
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_NONE, "e2b: E2B_API_KEY is not set");
+        return plm_fail(err, 0, PLM_E_INVALID, "e2b: E2B_API_KEY is not set");
     struct plm_err rerr = {0};
     int killed = e2b_reconcile_once(s, E2B_ORPHAN_AGE_S, &rerr);
     if (killed < 0)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b startup proof: %s", rerr.msg);
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b startup proof: %s", rerr.msg);
     struct plm_evidence *ev = &s->card;
     memset(ev, 0, sizeof *ev);
     snprintf(ev->provider, sizeof ev->provider, "e2b");
     ev->tier = PLM_TIER_VM;
     snprintf(ev->runtime, sizeof ev->runtime, "e2b firecracker microVM");
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ev->checked_unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    ev->checked_unix_ms = clock_unix_ms();
     ev_add_confinement(ev, "template: %s", s->template_id);
     ev_add_confinement(ev, "control plane: %.100s%s", s->api_base, s->endpoints_default ? "" : " (NOT E2B's default)");
     ev_add_confinement(ev, "envd: %.100s%s", s->envd_tmpl, s->endpoints_default ? "" : " (NOT E2B's default)");
@@ -149,7 +147,7 @@ int e2b_smoke(struct e2b_state *s, struct plm_err *err)
     ev_add_check(ev, "reconcile.start", "orphans of this instance label deleted", true, "%d deleted", killed);
     ev_seal(ev);
     if (rc < 0)
-        return plm_err_set(err, 0, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "e2b startup proof: %s", why);
+        return plm_fail(err, 0, PLM_E_UNAVAILABLE, "e2b startup proof: %s", why);
     atomic_store(&s->proven, true);
     return e2b_reconciler_start(s, err);
 }

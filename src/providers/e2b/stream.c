@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/cleanup_json.h"
+
 void e2b_stream_init(struct e2b_stream *s, size_t keep)
 {
     memset(s, 0, sizeof *s);
@@ -198,16 +200,12 @@ static int on_trailer(struct e2b_stream *s, json_t *msg)
 static int on_frame(struct e2b_stream *s)
 {
     json_error_t je;
-    json_t *msg = json_loadb((const char *)s->frame, s->frame_len, JSON_REJECT_DUPLICATES, &je);
+    cleanup_json json_t *msg = json_loadb((const char *)s->frame, s->frame_len, JSON_REJECT_DUPLICATES, &je);
     free(s->frame);
     s->frame = NULL;
-    if (!json_is_object(msg)) {
-        json_decref(msg);
+    if (!json_is_object(msg))
         return fail(s, "a stream frame is not a JSON object");
-    }
-    int r = s->frame_flags & 0x02 ? on_trailer(s, msg) : on_message(s, msg);
-    json_decref(msg);
-    return r;
+    return s->frame_flags & 0x02 ? on_trailer(s, msg) : on_message(s, msg);
 }
 
 int e2b_stream_feed(struct e2b_stream *s, const uint8_t *p, size_t n)
