@@ -18,7 +18,9 @@ uint32_t mvc_max_len(uint16_t type)
     case MVC_PROBE: return 0;
     case MVC_SESSION: return MVC_SESSION_LEN;
     case MVC_CELL: return MVC_CELL_FIXED + LIM_CODE_MAX;
+    case MVC_FILES: return 4u + MVC_FILES_MAX * (8u + MVC_PATH_MAX) + LIM_FILES_TOTAL_MAX;
     case MVC_SESSION_READY: return 0;
+    case MVC_SESSION_STATUS: return MVC_SESSION_STATUS_LEN;
     case MVC_READY: return MVC_READY_MAX;
     case MVC_RESULT: return QF_RESULT_FIXED + 2 * LIM_OUTPUT_MAX;
     case MVC_PROBE_RESULT: return MVC_PROBE_RESULT_MAX;
@@ -44,13 +46,15 @@ static uint32_t min_len(uint16_t type)
     case MVC_PROJECT_RESULT: return 12;
     case MVC_SESSION: return MVC_SESSION_LEN;
     case MVC_CELL: return MVC_CELL_FIXED + 1;
+    case MVC_FILES: return 4u + 8u + 1u;
+    case MVC_SESSION_STATUS: return MVC_SESSION_STATUS_LEN;
     }
     return 0;
 }
 
 static bool known(uint16_t t)
 {
-    return (t >= MVC_SEED && t <= MVC_CELL) || (t >= MVC_READY && t <= MVC_SESSION_READY);
+    return (t >= MVC_SEED && t <= MVC_FILES) || (t >= MVC_READY && t <= MVC_SESSION_STATUS);
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -229,6 +233,14 @@ enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct m
     case MVC_SEEDED:
     case MVC_SESSION_READY:
         break;
+    case MVC_SESSION_STATUS:
+        out->u.status.used = (uint64_t)be32(p) << 32 | be32(p + 4);
+        out->u.status.file = be32(p + 8);
+        out->u.status.errnum = be32(p + 12);
+        if (out->u.status.file > MVC_FILES_MAX || out->u.status.errnum > MVC_ERRNO_MAX ||
+            (out->u.status.file == 0) != (out->u.status.errnum == 0))
+            return MVC_BAD;
+        break;
     case MVC_PROJECT_RESULT:
         if (project_result_check(p, h.len, out) < 0)
             return MVC_BAD;
@@ -311,6 +323,10 @@ size_t mvc_canon_encode(uint8_t *out, size_t cap, const struct mvc_frame *f)
     case MVC_DIED: end = put_u32(o, (uint32_t)f->u.died_status); break;
     case MVC_SEEDED:
     case MVC_SESSION_READY: end = o; break;
+    case MVC_SESSION_STATUS:
+        qf_put_u64(o, f->u.status.used);
+        end = put_u32(put_u32(o + 8, f->u.status.file), f->u.status.errnum);
+        break;
     case MVC_PROJECT_RESULT: end = encode_project(o, f); break;
     default: return 0;
     }

@@ -1,6 +1,7 @@
 /* guest.h: the microvm guest agent's internals (init.c, probes.c, project.c, session.c). Runs
  * inside the VM only. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../../quickjs/jsrt.h"
@@ -22,6 +23,8 @@ void gs_probe(uint64_t seq);
 /* Runs one project (chan.h's PROJECT payload, len bytes) in the run process, sends one
  * PROJECT_RESULT and exits 0 (or a GS_EXIT_* status). /work is mounted by PID 1. */
 __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32_t len);
+/* A file path a request names: relative, no NUL, no `.` or `..` segment (project.c). */
+bool gs_path_ok(const uint8_t *p, uint32_t n);
 /* The virtio-serial port (PID 1's). */
 int gs_port(void);
 /* PID 1 waits for the host to kill the VM (it must never exit). */

@@ -58,7 +58,7 @@ static int64_t now_ms(void)
 }
 
 /* The host checked the path rule; this re-check keeps a path inside /work whatever it says. */
-static bool path_ok(const uint8_t *p, uint32_t n)
+bool gs_path_ok(const uint8_t *p, uint32_t n)
 {
     if (n == 0 || n > MVC_PATH_MAX || p[0] == '/' || memchr(p, 0, n))
         return false;
@@ -215,7 +215,7 @@ __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32
         if (error[0])
             continue;
         char full[PATH_MAX];
-        if (!path_ok(path, pl)) {
+        if (!gs_path_ok(path, pl)) {
             snprintf(error, sizeof error, "illegal file path: %.*s", (int)pl, (const char *)path);
             continue;
         }
@@ -278,7 +278,7 @@ __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32
         uint32_t n;
         const uint8_t *path = take(&ar, &n);
         char full[PATH_MAX], real[PATH_MAX];
-        if (!path_ok(path, n))
+        if (!gs_path_ok(path, n))
             continue;
         snprintf(full, sizeof full, "/work/%.*s", (int)n, (const char *)path);
         if (!realpath(full, real) || strncmp(real, "/work/", 6) != 0)
