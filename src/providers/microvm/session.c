@@ -8,14 +8,18 @@
  *   their seq and type are re-checked here. QMP answers only through the bounded reader (qmp.c).
  * Invariant: a guest that dies, garbles its channel or overruns a call ends the session
  *   (MAIN_PROCESS_ENDED or BOUNDARY_FAILED) with an unavailable error, never internal, and its
- *   VM is killed at once; a dead session refuses every later call. Idle suspend is QMP `stop`
- *   (memory kept, so the slot is kept); the next call sends `cont` first.
+ *   VM is killed at once; a dead session refuses every later call. Every answered call is
+ *   followed by the guest's SESSION_STATUS, read before the call returns: past the disk budget
+ *   the session ends DISK_EXCEEDED (the call's result stands). A granted snippet's host calls go
+ *   through the call's broker and end with it. Idle suspend is QMP `stop` (memory kept, so the
+ *   slot is kept); the next call sends `cont` first.
  * Not thread-safe per session: the daemon serialises a session's calls (its turn). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/cleanup.h"
 #include "../../core/limits.h"
 #include "../../core/validate.h"
 #include "mv_int.h"
@@ -299,7 +303,7 @@ static int put_files(struct plm_session *h, const struct plm_request *req, enum 
                      struct plm_err *err)
 {
     size_t n = req->cell.n_files, len = 0;
-    uint8_t *b = NULL;
+    cleanup_free uint8_t *b = NULL;
     int e = encode_files(req->cell.files, n, &b, &len);
     if (e == -2)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory encoding a cell's files; nothing ran");
@@ -308,9 +312,8 @@ static int put_files(struct plm_session *h, const struct plm_request *req, enum 
                           "the cell's files break the path rule or the caps (%u files, %u bytes)", MVC_FILES_MAX,
                           (unsigned)LIM_FILES_TOTAL_MAX);
     struct mvc_frame f;
-    int r = mv_vm_send(&h->vm, MVC_FILES, 0, b, len, NULL, 0, NULL, 0, err);
-    free(b);
-    if (r < 0 || read_status(h, mv_now_ns() + (int64_t)MV_FILES_MS * 1000000, &f, err) < 0)
+    if (mv_vm_send(&h->vm, MVC_FILES, 0, b, len, NULL, 0, NULL, 0, err) < 0 ||
+        read_status(h, mv_now_ns() + (int64_t)MV_FILES_MS * 1000000, &f, err) < 0)
         return lost(h, ended, err);
     if (disk_exceeded(h, &f, ended))
         return refuse_dead(h, ended, err);

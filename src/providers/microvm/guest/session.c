@@ -7,7 +7,9 @@
  *   re-framed with the cell's seq; a Python kernel's output is only copied under caps.
  * Invariant: every CELL gets exactly one RESULT with its seq, bounded by its timeout plus a grace
  *   whatever the kernel does (a kernel that overruns is killed: exit 124, interpreter ended).
- *   After every request each other process of uid 65534 is killed and every orphan reaped. */
+ *   After every CELL and RUN each other process of uid 65534 is killed, every orphan reaped, and
+ *   one SESSION_STATUS (the tmpfs usage) follows the answer; a FILES is answered by one
+ *   SESSION_STATUS alone, its files written by a child of uid 65534 bounded by an alarm. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../../core/cleanup.h"
 #include "../../../core/exact_io.h"
 #include "../../../core/limits.h"
 #include "../../quickjs/jsrt.h"
@@ -493,7 +496,7 @@ static int put_file(char *path, const uint8_t *c, uint32_t n)
         if (r < 0 && errno != EEXIST)
             return -1;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0)
         return -1;
     struct stat st;
@@ -504,12 +507,8 @@ static int put_file(char *path, const uint8_t *c, uint32_t n)
         e = EINVAL;
     else if (ftruncate(fd, 0) < 0 || plm_write_exact(fd, c, n) < 0)
         e = errno ? errno : EIO;
-    if (e) {
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return close(fd);
+    errno = e;
+    return e ? -1 : 0;
 }
 
 /* The files child: before each file its 1-based index on the pipe, and on a failure the errno. */
@@ -552,23 +551,21 @@ static void files(uint64_t seq, const uint8_t *p, uint32_t len)
         send_status(seq, 1, EMFILE);
         return;
     }
+    cleanup_close int rd = pp[0], wr = pp[1];
     pid_t pid = fork();
-    if (pid == 0) {
-        close(pp[0]);
-        files_child(pp[1], p, len);
-    }
-    close(pp[1]);
+    if (pid == 0)
+        files_child(wr, p, len);
     int st = 0;
     if (pid > 0)
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
             ;
-    /* What the child said: the last index is the file it was at; a 4-byte pair is its errno. */
+    /* What the child said (read once it is gone, so non-blocking): the last index is the file it
+     * was at; a 4-byte pair is its errno. */
     static uint8_t said[4 * (MVC_FILES_MAX + 2)];
     size_t got = 0;
-    fcntl(pp[0], F_SETFL, O_NONBLOCK);
-    for (ssize_t k; got < sizeof said && (k = read(pp[0], said + got, sizeof said - got)) > 0;)
+    fcntl(rd, F_SETFL, O_NONBLOCK);
+    for (ssize_t k; got < sizeof said && (k = read(rd, said + got, sizeof said - got)) > 0;)
         got += (size_t)k;
-    close(pp[0]);
     if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
         send_status(seq, 0, 0);
         return;
@@ -613,12 +610,9 @@ void gs_session(struct jsrt *e, uint64_t s, uint64_t seq, const uint8_t *p, uint
             gs_idle_forever();
         q[h.len] = 0;
         bool ended = false;
-        if (h.type == MVC_FILES) { /* before a cell: the STATUS is its answer */
-            files(h.seq, q, h.len);
-            free(q);
-            continue;
-        }
-        if (h.type == MVC_CELL) {
+        if (h.type == MVC_FILES) {
+            files(h.seq, q, h.len); /* before a cell: the STATUS is its answer */
+        } else if (h.type == MVC_CELL) {
             uint32_t timeout = be32(q), lang = be32(q + 4);
             if (timeout == 0 || timeout > 3600000u || (lang != MVC_LANG_JS && lang != MVC_LANG_PY))
                 gs_idle_forever(); /* a malformed request: the host times the call out */
@@ -631,8 +625,10 @@ void gs_session(struct jsrt *e, uint64_t s, uint64_t seq, const uint8_t *p, uint
         } else {
             gs_idle_forever();
         }
+        if (h.type != MVC_FILES) {
+            sweep();
+            send_status(h.seq, 0, 0); /* the disk as the request left it, measured after the sweep */
+        }
         free(q);
-        sweep();
-        send_status(h.seq, 0, 0); /* the disk as the request left it, measured after the sweep */
     }
 }
