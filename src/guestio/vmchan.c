@@ -18,6 +18,7 @@ static const struct f16_type mvc_types[] = {
     {MVC_PROJECT, 16, MVC_PROJECT_MAX},
     {MVC_SESSION, MVC_SESSION_LEN, MVC_SESSION_LEN},
     {MVC_CELL, MVC_CELL_FIXED + 1, MVC_CELL_FIXED + LIM_CODE_MAX},
+    {MVC_FILES, 4u + 8u + 1u, 4u + MVC_FILES_MAX * (8u + MVC_PATH_MAX) + LIM_FILES_TOTAL_MAX},
     {MVC_READY, 0, MVC_READY_MAX},
     {MVC_RESULT, QF_RESULT_FIXED, QF_RESULT_FIXED + 2 * LIM_OUTPUT_MAX},
     {MVC_PROBE_RESULT, 0, MVC_PROBE_RESULT_MAX},
@@ -26,6 +27,7 @@ static const struct f16_type mvc_types[] = {
     {MVC_SEEDED, 0, 0},
     {MVC_PROJECT_RESULT, 12, MVC_PROJECT_RESULT_MAX},
     {MVC_SESSION_READY, 0, 0},
+    {MVC_SESSION_STATUS, MVC_SESSION_STATUS_LEN, MVC_SESSION_STATUS_LEN},
 };
 #define MVC_TYPES (sizeof mvc_types / sizeof mvc_types[0])
 
@@ -187,6 +189,14 @@ enum mvc_decode_status mvc_decode_guest(const uint8_t *buf, size_t len, struct m
     case MVC_SEEDED:
     case MVC_SESSION_READY:
         break;
+    case MVC_SESSION_STATUS:
+        out->u.status.used = (uint64_t)f16_be32(p) << 32 | f16_be32(p + 4);
+        out->u.status.file = f16_be32(p + 8);
+        out->u.status.errnum = f16_be32(p + 12);
+        if (out->u.status.file > MVC_FILES_MAX || out->u.status.errnum > MVC_ERRNO_MAX ||
+            (out->u.status.file == 0) != (out->u.status.errnum == 0))
+            return MVC_BAD;
+        break;
     case MVC_PROJECT_RESULT:
         if (project_result_check(p, h.len, out) < 0)
             return MVC_BAD;
@@ -269,6 +279,10 @@ size_t mvc_canon_encode(uint8_t *out, size_t cap, const struct mvc_frame *f)
     case MVC_DIED: end = put_u32(o, (uint32_t)f->u.died_status); break;
     case MVC_SEEDED:
     case MVC_SESSION_READY: end = o; break;
+    case MVC_SESSION_STATUS:
+        f16_put_u64(o, f->u.status.used);
+        end = put_u32(put_u32(o + 8, f->u.status.file), f->u.status.errnum);
+        break;
     case MVC_PROJECT_RESULT: end = encode_project(o, f); break;
     default: return 0;
     }

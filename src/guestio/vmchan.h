@@ -37,6 +37,7 @@ enum mvc_type {
     MVC_PROJECT = 5,    /* a project plan, see below */
     MVC_SESSION = 6,    /* u32 disk_mb, u32 languages (MVC_LANG_* bits): this VM is a session's */
     MVC_CELL = 7,       /* u32 timeout_ms, u32 language (MVC_LANG_*), code: answered by a RESULT */
+    MVC_FILES = 8,      /* a cell's files for /work (see below): answered by a SESSION_STATUS */
     /* guest -> host */
     MVC_READY = 16,        /* text: "<kernel release>\n<cpu model>\n" (booted, engine warm) */
     MVC_RESULT = 17,       /* a quickjs RESULT payload */
@@ -46,6 +47,7 @@ enum mvc_type {
     MVC_SEEDED = 21,       /* empty: the seed is in (the guest is this run's own) */
     MVC_PROJECT_RESULT = 22, /* a project's report, see below */
     MVC_SESSION_READY = 23,  /* empty: /work is mounted, the hinted interpreters are starting */
+    MVC_SESSION_STATUS = 24, /* u64 used bytes of /work and /tmp, u32 file, u32 errno (see below) */
 };
 
 /* Sessions (docs/sessions.md, microvm): a session VM answers many requests. Cell languages: */
@@ -53,6 +55,12 @@ enum mvc_type {
 #define MVC_LANG_PY 2u
 #define MVC_SESSION_LEN 8u
 #define MVC_CELL_FIXED 8u
+/* FILES: u32 n_files (1..MVC_FILES_MAX), n x (u32 len, path, u32 len, content); at most
+ * LIM_FILES_TOTAL_MAX content bytes. SESSION_STATUS follows every session request's answer
+ * (after a CELL's or RUN's RESULT, as the answer to FILES): file is 0, or i when file i (1-based)
+ * of a FILES could not be written, with its errno (1..4095; 0 exactly when file is 0). */
+#define MVC_SESSION_STATUS_LEN 16u
+#define MVC_ERRNO_MAX 4095u
 
 /* Project limits (providers.md §1.4, §3.5). */
 #define MVC_PATH_MAX 1024u
@@ -91,6 +99,10 @@ struct mvc_frame {
         struct qf_result result;       /* MVC_RESULT */
         struct qf_host_call host_call; /* MVC_HOST_CALL */
         int32_t died_status;           /* MVC_DIED */
+        struct {
+            uint64_t used; /* bytes */
+            uint32_t file, errnum;
+        } status; /* MVC_SESSION_STATUS */
         struct {
             const uint8_t *p; /* the whole validated payload; walk it with mvc_project_next_* */
             uint32_t len, n_steps, n_artifacts;

@@ -29,6 +29,7 @@ def sha(t):
 class SessionGrants(WireCase):
     """The cases every provider that carries session grants must pass; test_session_grants_docker.py
     runs them on docker by overriding daemon_env."""
+    STARTUP = 240  # seconds to a serving daemon (a microvm daemon boots and proves VMs first)
 
     @classmethod
     def daemon_env(cls):
@@ -51,7 +52,7 @@ class SessionGrants(WireCase):
                 "nosess": {"base_url": base, "allow": ["GET /v1/items/*"], "allowed_callers": ["alice"],
                            "token": {"type": "static", "env": "ITEMS_TOKEN"}}}}, f)
         cls.d = Daemon(dict(cls.daemon_env(), PLIMSOLL_CLIENTS_FILE=clients, PLIMSOLL_GRANTS_FILE=grants,
-                            ITEMS_TOKEN=TOKEN, SANDBOX_RATE_PER_MIN="0", SANDBOX_MAX_SESSIONS="4"), timeout=240)
+                            ITEMS_TOKEN=TOKEN, SANDBOX_RATE_PER_MIN="0", SANDBOX_MAX_SESSIONS="4"), timeout=cls.STARTUP)
 
     @classmethod
     def tearDownClass(cls):

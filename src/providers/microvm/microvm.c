@@ -56,6 +56,8 @@ static void mv_describe(struct plm_provider *p, struct plm_describe *d)
     d->javascript.max_timeout_ms = MV_MAX_TIMEOUT_MS;
     d->javascript.languages[0] = "javascript";
     d->supports_javascript_grants = true;
+    /* A session's snippet relays its host calls as a run's does (session.c); only once proven. */
+    d->supports_session_grants = proven;
     /* Projects: files, `sh -c` steps (busybox, node), artifacts; no grants for projects yet. */
     d->supports_project = true;
     snprintf(d->project.identity, sizeof d->project.identity, "%s", s->proj->identity);

@@ -8,15 +8,20 @@
  *   their seq and type are re-checked here. QMP answers only through the bounded reader (qmp.c).
  * Invariant: a guest that dies, garbles its channel or overruns a call ends the session
  *   (MAIN_PROCESS_ENDED or BOUNDARY_FAILED) with an unavailable error, never internal, and its
- *   VM is killed at once; a dead session refuses every later call. Idle suspend is QMP `stop`
- *   (memory kept, so the slot is kept); the next call sends `cont` first.
+ *   VM is killed at once; a dead session refuses every later call. Every answered call is
+ *   followed by the guest's SESSION_STATUS, read before the call returns: past the disk budget
+ *   the session ends DISK_EXCEEDED (the call's result stands). A granted snippet's host calls go
+ *   through the call's broker and end with it. Idle suspend is QMP `stop` (memory kept, so the
+ *   slot is kept); the next call sends `cont` first.
  * Not thread-safe per session: the daemon serialises a session's calls (its turn). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/cleanup.h"
 #include "../../core/limits.h"
+#include "../../core/validate.h"
 #include "mv_int.h"
 
 #define MV_SESSION_DEFAULT_MS 30000u
@@ -24,6 +29,8 @@
 #define MV_SESSION_GRACE_MS 5000u      /* past a call's timeout before the guest counts as stuck */
 #define MV_SESSION_PY_START_MS 60000u  /* the guest gives python3 this long to start (session.c) */
 #define MV_QMP_TIMEOUT_MS 5000u
+#define MV_FILES_MS 30000u  /* a cell's files to their STATUS (the guest's writer gives up at 20 s) */
+#define MV_STATUS_MS 15000u /* a RESULT to the STATUS after it: the guest's sweep and measurement */
 
 struct plm_session {
     struct mv_vm vm;
@@ -31,6 +38,7 @@ struct plm_session {
     bool qmp_ready; /* qmp_capabilities was sent */
     bool stopped;   /* suspended with QMP stop: the next call sends cont */
     bool live_js, live_py; /* an interpreter ran a cell and did not end: its next cell is not fresh */
+    uint64_t disk_bytes; /* SANDBOX_SESSION_DISK_MB in bytes; 0: not measured */
     enum plm_session_end dead;
     char dead_why[200];
 };
@@ -173,8 +181,10 @@ int mv_session_open(struct plm_provider *p, const struct plm_session_spec *spec,
         free(h);
         return plm_err_wrap(err, "a session VM");
     }
-    /* The budget in whole MiB, rounded up; 0 (unmeasured) keeps the provider's /tmp size. */
-    uint64_t mb = spec->disk_bytes ? (spec->disk_bytes + (1u << 20) - 1) >> 20 : s->cfg.disk_mb;
+    /* The budget in whole MiB, rounded up, and one MiB more: a cell that fills /work is then seen
+     * past the budget after its call (as on docker). 0 (unmeasured) keeps the provider's size. */
+    h->disk_bytes = spec->disk_bytes;
+    uint64_t mb = spec->disk_bytes ? ((spec->disk_bytes + (1u << 20) - 1) >> 20) + 1 : s->cfg.disk_mb;
     uint8_t pl[MVC_SESSION_LEN];
     qf_put_u32(pl, (uint32_t)(mb > 1048576 ? 1048576 : mb));
     qf_put_u32(pl + 4, lang_bits(spec, python_ok(s)));
@@ -225,6 +235,118 @@ static int copy_out(struct plm_bytes *b, const uint8_t *p, uint32_t n)
     return 0;
 }
 
+/* The guest's STATUS for the request just answered (seq h->vm.seq), before deadline_ns. -1 with
+ * err (a broken channel or a wrong frame: the caller ends the session with lost()). */
+static int read_status(struct plm_session *h, int64_t deadline_ns, struct mvc_frame *f, struct plm_err *err)
+{
+    if (mv_vm_read(&h->vm, deadline_ns, f, err) < 0)
+        return -1;
+    if (f->hdr.type != MVC_SESSION_STATUS || f->hdr.seq != h->vm.seq)
+        return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+                           "the guest answered frame type %u where its disk status was due", f->hdr.type);
+    return 0;
+}
+
+/* The disk budget, measured by the guest after every request (docs/sessions.md, microvm): past
+ * it the session ends DISK_EXCEEDED. The guest's code could understate the figure; the tmpfs
+ * size (the budget plus 1 MiB), which it cannot change, is what bounds the disk. */
+static bool disk_exceeded(struct plm_session *h, const struct mvc_frame *f, enum plm_session_end *ended)
+{
+    if (!h->disk_bytes || f->u.status.used <= h->disk_bytes)
+        return false;
+    char why[200];
+    snprintf(why, sizeof why, "the session's files (%llu bytes) exceeded SANDBOX_SESSION_DISK_MB (%llu bytes)",
+             (unsigned long long)f->u.status.used, (unsigned long long)h->disk_bytes);
+    mark_dead(h, PLM_END_DISK_EXCEEDED, why);
+    *ended = PLM_END_DISK_EXCEEDED;
+    return true;
+}
+
+/* A cell's files as one FILES payload (chan.h) in *out: 0, -1 when they break the rules (the
+ * daemon checked them: the path rule of core/validate, the caps), -2 out of memory. */
+static int encode_files(const struct plm_file *fs, size_t n, uint8_t **out, size_t *len)
+{
+    size_t total = 4, content = 0;
+    if (n > MVC_FILES_MAX)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        size_t pl = strlen(fs[i].path), cl = strlen(fs[i].content);
+        if (!plm_path_ok(fs[i].path) || pl > MVC_PATH_MAX || pl > LIM_PATH_MAX)
+            return -1;
+        content += cl;
+        total += 8 + pl + cl;
+    }
+    if (content > LIM_FILES_TOTAL_MAX || total > mvc_max_len(MVC_FILES))
+        return -1;
+    uint8_t *b = malloc(total), *o = b;
+    if (!b)
+        return -2;
+    qf_put_u32(o, (uint32_t)n);
+    o += 4;
+    for (size_t i = 0; i < n; i++) {
+        const char *f2[2] = {fs[i].path, fs[i].content};
+        for (int k = 0; k < 2; k++) {
+            size_t l = strlen(f2[k]);
+            qf_put_u32(o, (uint32_t)l);
+            memcpy(o + 4, f2[k], l);
+            o += 4 + l;
+        }
+    }
+    *out = b;
+    *len = total;
+    return 0;
+}
+
+/* A cell's files into /work before its code. A file the guest could not write refuses the call
+ * (the code did not run); files past the budget end the session before the code runs. */
+static int put_files(struct plm_session *h, const struct plm_request *req, enum plm_session_end *ended,
+                     struct plm_err *err)
+{
+    size_t n = req->cell.n_files, len = 0;
+    cleanup_free uint8_t *b = NULL;
+    int e = encode_files(req->cell.files, n, &b, &len);
+    if (e == -2)
+        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory encoding a cell's files; nothing ran");
+    if (e < 0)
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
+                          "the cell's files break the path rule or the caps (%u files, %u bytes)", MVC_FILES_MAX,
+                          (unsigned)LIM_FILES_TOTAL_MAX);
+    struct mvc_frame f;
+    if (mv_vm_send(&h->vm, MVC_FILES, 0, b, len, NULL, 0, NULL, 0, err) < 0 ||
+        read_status(h, mv_now_ns() + (int64_t)MV_FILES_MS * 1000000, &f, err) < 0)
+        return lost(h, ended, err);
+    if (disk_exceeded(h, &f, ended))
+        return refuse_dead(h, ended, err);
+    if (f.u.status.file) {
+        if (f.u.status.file > n) {
+            plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the guest named file %u of %zu",
+                        f.u.status.file, n);
+            return lost(h, ended, err);
+        }
+        const char *name = strerrorname_np((int)f.u.status.errnum);
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
+                          "file %u of %zu could not be written (%s); the code did not run", f.u.status.file, n,
+                          name ? name : "an unknown errno");
+    }
+    return 0;
+}
+
+/* After a call's answer: the guest's STATUS (its sweep done), the disk measured. The result in
+ * out stands when the disk ends the session; a missing STATUS loses the call (out freed). */
+static int after_call(struct plm_session *h, struct plm_result *out, enum plm_session_end *ended, struct plm_err *err)
+{
+    struct mvc_frame f;
+    int r = read_status(h, mv_now_ns() + (int64_t)MV_STATUS_MS * 1000000, &f, err);
+    if (r == 0 && f.u.status.file != 0)
+        r = plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the guest reported a file after a call");
+    if (r < 0) {
+        plm_result_done(out);
+        return lost(h, ended, err);
+    }
+    disk_exceeded(h, &f, ended);
+    return 0;
+}
+
 int mv_session_run_cell(struct plm_provider *p, struct plm_session *h, const struct plm_run_ctx *ctx,
                         const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
                         struct plm_err *err)
@@ -238,13 +360,14 @@ int mv_session_run_cell(struct plm_provider *p, struct plm_session *h, const str
     if (py && !python_ok(s))
         return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_ENVIRONMENT,
                           "the startup proof found no python3 on the microvm disk; python cells cannot run");
-    if (req->cell.n_files > 0)
-        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
-                          "microvm sessions take no files with a cell; write them from a cell into /work");
+    if (ctx->host_api) /* CellRun carries no grant; a grant here is the daemon's mistake */
+        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "a cell carries no grant");
     size_t len = strnlen(req->cell.code, LIM_CODE_MAX + 1);
     if (len == 0 || len > LIM_CODE_MAX)
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
     if (ready_for_call(h, ended, err) < 0)
+        return -1;
+    if (req->cell.n_files > 0 && put_files(h, req, ended, err) < 0)
         return -1;
     memset(out, 0, sizeof *out);
     uint32_t timeout = call_timeout(ctx);
@@ -273,9 +396,14 @@ int mv_session_run_cell(struct plm_provider *p, struct plm_session *h, const str
     *live = !interp_ended;
     if (copy_out(&out->cell.out, r->out, r->out_len) < 0 || copy_out(&out->cell.err, r->err, r->err_len) < 0) {
         plm_result_done(out);
+        mark_dead(h, PLM_END_BOUNDARY_FAILED, "out of memory after a cell"); /* its STATUS is still due */
+        *ended = PLM_END_BOUNDARY_FAILED;
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the cell");
     }
-    return stamp(p, out, (mv_now_ns() - t0) / 1000000, err);
+    int64_t ms = (mv_now_ns() - t0) / 1000000;
+    if (after_call(h, out, ended, err) < 0)
+        return -1;
+    return stamp(p, out, ms, err);
 }
 
 int mv_session_run(struct plm_provider *p, struct plm_session *h, const struct plm_run_ctx *ctx,
@@ -287,8 +415,14 @@ int mv_session_run(struct plm_provider *p, struct plm_session *h, const struct p
     if (req->kind != PLM_KIND_JAVASCRIPT || !req->js.code)
         return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED,
                           "microvm sessions run snippets and cells; projects run as a Run");
-    if (ctx->host_api || (req->js.grant_profile && req->js.grant_profile[0]))
-        return plm_refuse(err, PLM_E_UNSUPPORTED, PLM_REFUSAL_UNSUPPORTED, "microvm sessions carry no grant");
+    /* A grant is carried as a run's: the guest's run process relays its host calls over the
+     * channel, answered here through the call's broker (run.c), which ends with the call. */
+    const struct plm_host_api *api = ctx->host_api;
+    if (req->js.grant_profile && req->js.grant_profile[0] && !api)
+        return plm_fail(err, 0, PLM_E_INTERNAL, "grant_profile named but no host api capability was handed over; "
+                                                "nothing ran");
+    if (api && (!api->client_js || !api->call))
+        return plm_fail(err, 0, PLM_E_INTERNAL, "incomplete host api capability; nothing ran");
     size_t len = strnlen(req->js.code, LIM_CODE_MAX + 1);
     if (len == 0 || len > LIM_CODE_MAX)
         return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, "code must be 1..%u bytes", LIM_CODE_MAX);
@@ -297,7 +431,7 @@ int mv_session_run(struct plm_provider *p, struct plm_session *h, const struct p
     memset(out, 0, sizeof *out);
     uint32_t timeout = call_timeout(ctx);
     int64_t ms = 0;
-    if (mv_run_snippet(st_of(p)->proj, &h->vm, req->js.code, len, NULL, timeout, &out->js, &ms, err) < 0)
+    if (mv_run_snippet(st_of(p)->proj, &h->vm, req->js.code, len, api, timeout, &out->js, &ms, err) < 0)
         return lost(h, ended, err);
     out->kind = PLM_KIND_JAVASCRIPT;
     /* The host's own deadline passed (the guest's engine ends a run at its timeout): the guest is
@@ -305,6 +439,8 @@ int mv_session_run(struct plm_provider *p, struct plm_session *h, const struct p
     if (out->js.timed_out && ms >= (int64_t)timeout + MV_GRACE_MS) {
         mark_dead(h, PLM_END_BOUNDARY_FAILED, "the session's VM did not end a snippet at its deadline");
         *ended = PLM_END_BOUNDARY_FAILED;
+    } else if (after_call(h, out, ended, err) < 0) {
+        return -1;
     }
     return stamp(p, out, ms, err);
 }

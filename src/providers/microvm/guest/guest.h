@@ -2,6 +2,7 @@
  * never in a ring: init.c (PID 1) calls session.c, serve.c and probes.c; session.c calls
  * serve.c; serve.c calls project.c; every one of them calls port.c, which calls none. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../../../jsrt/jsrt.h"
@@ -28,6 +29,8 @@ void gs_probe(uint64_t seq);
 /* Runs one project (vmchan.h's PROJECT payload, len bytes) in the run process, sends one
  * PROJECT_RESULT and exits 0 (or a GS_EXIT_* status). /work is mounted by PID 1. */
 __attribute__((noreturn)) void gs_project(uint64_t seq, const uint8_t *p, uint32_t len);
+/* A file path a request names: relative, no NUL, no `.` or `..` segment (project.c). */
+bool gs_path_ok(const uint8_t *p, uint32_t n);
 /* The virtio-serial port (PID 1's). */
 int gs_port(void);
 /* PID 1 waits for the host to kill the VM (it must never exit). */

@@ -52,7 +52,7 @@ static int put_u32(struct buf *b, uint32_t v)
 }
 
 /* The host checked the path rule; this re-check keeps a path inside /work whatever it says. */
-static bool path_ok(const uint8_t *p, uint32_t n)
+bool gs_path_ok(const uint8_t *p, uint32_t n)
 {
     if (n == 0 || n > MVC_PATH_MAX || p[0] == '/' || memchr(p, 0, n))
         return false;
@@ -218,7 +218,7 @@ static void write_files(struct f16_reader *r, uint32_t n_files, char *error, siz
         if (r->bad || error[0])
             continue;
         char full[PATH_MAX];
-        if (!path_ok(path, pl)) {
+        if (!gs_path_ok(path, pl)) {
             snprintf(error, cap, "illegal file path: %.*s", (int)pl, (const char *)path);
             continue;
         }
@@ -284,7 +284,7 @@ static uint32_t run_steps(struct f16_reader *sr, uint32_t n_steps, int64_t deadl
 static uint8_t *read_artifact(const uint8_t *path, uint32_t n, uint32_t total, bool *trunc, ssize_t *got)
 {
     char full[PATH_MAX], real[PATH_MAX];
-    if (!path_ok(path, n))
+    if (!gs_path_ok(path, n))
         return NULL;
     snprintf(full, sizeof full, "/work/%.*s", (int)n, (const char *)path);
     if (!realpath(full, real) || strncmp(real, "/work/", 6) != 0)

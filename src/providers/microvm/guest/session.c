@@ -7,7 +7,9 @@
  *   re-framed with the cell's seq; a Python kernel's output is only copied under caps.
  * Invariant: every CELL gets exactly one RESULT with its seq, bounded by its timeout plus a grace
  *   whatever the kernel does (a kernel that overruns is killed: exit 124, interpreter ended).
- *   After every request each other process of uid 65534 is killed and every orphan reaped. */
+ *   After every CELL and RUN each other process of uid 65534 is killed, every orphan reaped, and
+ *   one SESSION_STATUS (the tmpfs usage) follows the answer; a FILES is answered by one
+ *   SESSION_STATUS alone, its files written by a child of uid 65534 bounded by an alarm. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,11 +21,14 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../../../core/cleanup.h"
 #include "../../../core/exact_io.h"
 #include "../../../core/limits.h"
 #include "../../../jsrt/jsrt.h"
@@ -34,6 +39,7 @@
 #define JS_GRACE_MS 2000u     /* the engine ends its own run at the deadline; this is for a stuck one */
 #define PY_START_MS 60000u    /* python3 to its first b"R" under a loaded TCG host */
 #define PY_INT_GRACE_MS 1000u /* after SIGINT at the deadline, before SIGKILL */
+#define FILES_ALARM_S 20u     /* the files child's own bound (the host waits 30 s for the answer) */
 
 struct kernel {
     pid_t pid; /* -1: none */
@@ -455,6 +461,127 @@ static void sweep(void)
     }
 }
 
+/* ---- a cell's files, and the disk after every request ---- */
+
+/* The bytes the session's code holds on its tmpfs mounts (/work, and /tmp which it can write too). */
+static uint64_t used_bytes(const char *dir)
+{
+    struct statfs f;
+    if (statfs(dir, &f) < 0 || f.f_blocks < f.f_bfree)
+        return 0;
+    return (uint64_t)(f.f_blocks - f.f_bfree) * (uint64_t)f.f_bsize;
+}
+
+/* SESSION_STATUS: file 0 (all written, or no files), or the failed file (1-based) with its errno. */
+static void send_status(uint64_t seq, uint32_t file, uint32_t errnum)
+{
+    uint8_t p[MVC_SESSION_STATUS_LEN];
+    if (file == 0 || errnum == 0 || errnum > MVC_ERRNO_MAX)
+        file = 0, errnum = 0;
+    qf_put_u64(p, used_bytes("/work") + used_bytes("/tmp"));
+    qf_put_u32(p + 8, file);
+    qf_put_u32(p + 12, errnum);
+    gs_send(MVC_SESSION_STATUS, seq, p, sizeof p);
+}
+
+/* One file, in /work, as the session's uid: its parents made; never written through a symlink at
+ * its last component, nor into a FIFO, socket or device a cell left there (O_NONBLOCK, then only a
+ * regular file is truncated and written). A symlinked parent leads where the uid may write anyway. */
+static int put_file(char *path, const uint8_t *c, uint32_t n)
+{
+    for (char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
+        *s = 0;
+        int r = mkdir(path, 0755);
+        *s = '/';
+        if (r < 0 && errno != EEXIST)
+            return -1;
+    }
+    cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) < 0)
+        e = errno;
+    else if (!S_ISREG(st.st_mode))
+        e = EINVAL;
+    else if (ftruncate(fd, 0) < 0 || plm_write_exact(fd, c, n) < 0)
+        e = errno ? errno : EIO;
+    errno = e;
+    return e ? -1 : 0;
+}
+
+/* The files child: before each file its 1-based index on the pipe, and on a failure the errno. */
+__attribute__((noreturn)) static void files_child(int rep, const uint8_t *p, uint32_t len)
+{
+    alarm(FILES_ALARM_S);
+    if (gs_drop_privileges() < 0 || chdir("/work") < 0)
+        _exit(GS_EXIT_CONFINE);
+    struct qf_reader r;
+    qf_reader_init(&r, p, len);
+    uint32_t n = qf_get_u32(&r);
+    static char path[MVC_PATH_MAX + 1];
+    for (uint32_t i = 1; i <= n && n <= MVC_FILES_MAX; i++) {
+        uint8_t b[4];
+        qf_put_u32(b, i);
+        if (plm_write_exact(rep, b, 4) < 0)
+            _exit(GS_EXIT_IO);
+        uint32_t pl = qf_get_u32(&r);
+        const uint8_t *pp = qf_get_bytes(&r, pl);
+        uint32_t cl = qf_get_u32(&r);
+        const uint8_t *cp = qf_get_bytes(&r, cl);
+        if (r.bad || !gs_path_ok(pp, pl))
+            _exit(GS_EXIT_PROTOCOL); /* the host checked the rule: a bad path is its mistake */
+        memcpy(path, pp, pl);
+        path[pl] = 0;
+        if (put_file(path, cp, cl) < 0) {
+            qf_put_u32(b, (uint32_t)errno);
+            plm_write_exact(rep, b, 4);
+            _exit(1);
+        }
+    }
+    _exit(qf_reader_finish(&r) < 0 || n > MVC_FILES_MAX ? GS_EXIT_PROTOCOL : 0);
+}
+
+/* FILES: written by a child of the session's uid (so cells own them), answered by one STATUS. */
+static void files(uint64_t seq, const uint8_t *p, uint32_t len)
+{
+    int pp[2];
+    if (pipe2(pp, O_CLOEXEC) < 0) {
+        send_status(seq, 1, EMFILE);
+        return;
+    }
+    cleanup_close int rd = pp[0], wr = pp[1];
+    pid_t pid = fork();
+    if (pid == 0)
+        files_child(wr, p, len);
+    int st = 0;
+    if (pid > 0)
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    /* What the child said (read once it is gone, so non-blocking): the last index is the file it
+     * was at; a 4-byte pair is its errno. */
+    static uint8_t said[4 * (MVC_FILES_MAX + 2)];
+    size_t got = 0;
+    fcntl(rd, F_SETFL, O_NONBLOCK);
+    for (ssize_t k; got < sizeof said && (k = read(rd, said + got, sizeof said - got)) > 0;)
+        got += (size_t)k;
+    if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        send_status(seq, 0, 0);
+        return;
+    }
+    uint32_t file = 1, errnum = pid < 0 ? EAGAIN : WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? ETIMEDOUT : EIO;
+    size_t words = got / 4;
+    if (words >= 1) {
+        uint32_t last = be32(said + 4 * (words - 1)), prev = words >= 2 ? be32(said + 4 * (words - 2)) : 0;
+        bool has_errno = WIFEXITED(st) && WEXITSTATUS(st) == 1 && words >= 2;
+        file = has_errno ? prev : last;
+        if (has_errno)
+            errnum = last;
+    }
+    send_status(seq, file ? file : 1, errnum ? errnum : EIO);
+}
+
 void gs_session(struct jsrt *e, uint64_t s, uint64_t seq, const uint8_t *p, uint32_t len)
 {
     engine = e;
@@ -483,7 +610,9 @@ void gs_session(struct jsrt *e, uint64_t s, uint64_t seq, const uint8_t *p, uint
             gs_idle_forever();
         q[h.len] = 0;
         bool ended = false;
-        if (h.type == MVC_CELL) {
+        if (h.type == MVC_FILES) {
+            files(h.seq, q, h.len); /* before a cell: the STATUS is its answer */
+        } else if (h.type == MVC_CELL) {
             uint32_t timeout = be32(q), lang = be32(q + 4);
             if (timeout == 0 || timeout > 3600000u || (lang != MVC_LANG_JS && lang != MVC_LANG_PY))
                 gs_idle_forever(); /* a malformed request: the host times the call out */
@@ -496,7 +625,10 @@ void gs_session(struct jsrt *e, uint64_t s, uint64_t seq, const uint8_t *p, uint
         } else {
             gs_idle_forever();
         }
+        if (h.type != MVC_FILES) {
+            sweep();
+            send_status(h.seq, 0, 0); /* the disk as the request left it, measured after the sweep */
+        }
         free(q);
-        sweep();
     }
 }
