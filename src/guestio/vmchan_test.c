@@ -115,7 +115,7 @@ int main(void)
     CHECK(mvc_hdr_decode(buf, &sh) == 0);
     /* SESSION_STATUS: exactly 16 bytes; file and errno both zero or both set, each in range. */
     uint8_t ss[17] = {0};
-    qf_put_u64(ss, 9u << 20);
+    f16_put_u64(ss, 9u << 20);
     n = frame(buf, MVC_SESSION_STATUS, 0, 6, ss, MVC_SESSION_STATUS_LEN);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.status.used == 9u << 20 && f.u.status.file == 0);
     CHECK(canon_round_trip(buf, n));

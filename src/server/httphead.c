@@ -53,14 +53,11 @@ static bool name_is(const char *s, size_t n, const char *name)
     return strlen(name) == n && strncasecmp(s, name, n) == 0;
 }
 
-enum httphead_verdict httphead_check(const char *buf, size_t len, struct httphead *out)
+/* Pass 1: bytes and line endings, up to the empty line; *end stays 0 while the head is incomplete. */
+static enum httphead_verdict head_end(const char *buf, size_t len, struct httphead *out, size_t *end)
 {
-    out->head_len = 0;
-    out->why = NULL;
-    out->content_length = 0;
-    out->chunked = out->is_head = 0;
-    /* Pass 1: bytes and line endings, up to the empty line. */
-    size_t end = 0, line_start = 0;
+    size_t line_start = 0;
+    *end = 0;
     for (size_t i = 0; i < len; i++) {
         char c = buf[i];
         if (i >= LIM_HEADER_MAX) {
@@ -78,18 +75,31 @@ enum httphead_verdict httphead_check(const char *buf, size_t len, struct httphea
             if (i == 0 || buf[i - 1] != '\r')
                 return bad(out, "bare LF in the request head");
             if (i - line_start == 1) { /* "\r\n" alone: the empty line */
-                end = i + 1;
-                break;
+                *end = i + 1;
+                return HTTPHEAD_OK;
             }
             line_start = i + 1;
         }
     }
+    return HTTPHEAD_OK;
+}
+
+enum httphead_verdict httphead_check(const char *buf, size_t len, struct httphead *out)
+{
+    out->head_len = 0;
+    out->why = NULL;
+    out->content_length = 0;
+    out->chunked = out->is_head = 0;
+    size_t end;
+    enum httphead_verdict v = head_end(buf, len, out, &end);
+    if (v != HTTPHEAD_OK)
+        return v;
     if (!end)
         return HTTPHEAD_MORE;
     /* Pass 2: each line of the complete head. */
     const char *p = buf;
     const char *nl = memchr(p, '\n', end);
-    enum httphead_verdict v = request_line(p, (size_t)(nl - 1 - p), out);
+    v = request_line(p, (size_t)(nl - 1 - p), out);
     if (v != HTTPHEAD_OK)
         return v;
     unsigned n_cl = 0, n_te = 0;

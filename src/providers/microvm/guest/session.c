@@ -478,7 +478,7 @@ static void send_status(uint64_t seq, uint32_t file, uint32_t errnum)
     uint8_t p[MVC_SESSION_STATUS_LEN];
     if (file == 0 || errnum == 0 || errnum > MVC_ERRNO_MAX)
         file = 0, errnum = 0;
-    qf_put_u64(p, used_bytes("/work") + used_bytes("/tmp"));
+    f16_put_u64(p, used_bytes("/work") + used_bytes("/tmp"));
     qf_put_u32(p + 8, file);
     qf_put_u32(p + 12, errnum);
     gs_send(MVC_SESSION_STATUS, seq, p, sizeof p);
@@ -517,19 +517,19 @@ __attribute__((noreturn)) static void files_child(int rep, const uint8_t *p, uin
     alarm(FILES_ALARM_S);
     if (gs_drop_privileges() < 0 || chdir("/work") < 0)
         _exit(GS_EXIT_CONFINE);
-    struct qf_reader r;
-    qf_reader_init(&r, p, len);
-    uint32_t n = qf_get_u32(&r);
+    struct f16_reader r;
+    f16_reader_init(&r, p, len);
+    uint32_t n = f16_get_u32(&r);
     static char path[MVC_PATH_MAX + 1];
     for (uint32_t i = 1; i <= n && n <= MVC_FILES_MAX; i++) {
         uint8_t b[4];
         qf_put_u32(b, i);
         if (plm_write_exact(rep, b, 4) < 0)
             _exit(GS_EXIT_IO);
-        uint32_t pl = qf_get_u32(&r);
-        const uint8_t *pp = qf_get_bytes(&r, pl);
-        uint32_t cl = qf_get_u32(&r);
-        const uint8_t *cp = qf_get_bytes(&r, cl);
+        uint32_t pl = f16_get_u32(&r);
+        const uint8_t *pp = f16_get_bytes(&r, pl);
+        uint32_t cl = f16_get_u32(&r);
+        const uint8_t *cp = f16_get_bytes(&r, cl);
         if (r.bad || !gs_path_ok(pp, pl))
             _exit(GS_EXIT_PROTOCOL); /* the host checked the rule: a bad path is its mistake */
         memcpy(path, pp, pl);
@@ -540,7 +540,7 @@ __attribute__((noreturn)) static void files_child(int rep, const uint8_t *p, uin
             _exit(1);
         }
     }
-    _exit(qf_reader_finish(&r) < 0 || n > MVC_FILES_MAX ? GS_EXIT_PROTOCOL : 0);
+    _exit(f16_reader_finish(&r) < 0 || n > MVC_FILES_MAX ? GS_EXIT_PROTOCOL : 0);
 }
 
 /* FILES: written by a child of the session's uid (so cells own them), answered by one STATUS. */
