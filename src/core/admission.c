@@ -117,7 +117,7 @@ int adm_acquire_parts(struct adm *a, const char *caller, uint64_t now_ms, bool s
     if (slot && a->inflight >= a->cfg.max_concurrent) {
         a->shed[ADM_SHED_AT_CAPACITY]++;
         pthread_mutex_unlock(&a->mu);
-        return plm_err_set(err, 0, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "sandbox is at capacity, retry shortly");
+        return plm_refuse(err, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "sandbox is at capacity, retry shortly");
     }
     /* 64-bit: inflight <= 1024 and run_memory_mb < 2^32, so the product cannot overflow. */
     uint64_t reserved = (uint64_t)a->inflight * a->cfg.run_memory_mb;
@@ -125,20 +125,20 @@ int adm_acquire_parts(struct adm *a, const char *caller, uint64_t now_ms, bool s
         uint32_t total = a->cfg.total_memory_mb, need = a->cfg.run_memory_mb;
         a->shed[ADM_SHED_MEMORY]++;
         pthread_mutex_unlock(&a->mu);
-        return plm_err_set(err, 0, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY,
+        return plm_refuse(err, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY,
                            "memory budget exhausted: %llu of %u MB reserved and a run needs %u MB, retry shortly",
                            (unsigned long long)reserved, total, need);
     }
     struct adm_key *k = find_key(a, caller, true, now_ms);
     if (!k) {
         pthread_mutex_unlock(&a->mu);
-        return plm_err_set(err, ENOMEM, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "sandbox is at capacity, retry shortly");
+        return plm_refuse(err, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "sandbox is at capacity, retry shortly");
     }
     if (slot && k->inflight >= a->cfg.per_key_concurrent) {
         uint32_t n = k->inflight;
         a->shed[ADM_SHED_PER_KEY]++;
         pthread_mutex_unlock(&a->mu);
-        return plm_err_set(err, 0, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY,
+        return plm_refuse(err, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY,
                            "per-caller concurrency limit reached (%u in flight)", n);
     }
     if (token && a->cfg.rate_per_min) {
@@ -147,7 +147,7 @@ int adm_acquire_parts(struct adm *a, const char *caller, uint64_t now_ms, bool s
             uint32_t rate = a->cfg.rate_per_min;
             a->shed[ADM_SHED_RATE]++;
             pthread_mutex_unlock(&a->mu);
-            return plm_err_set(err, 0, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "rate limit: %u runs/min per caller",
+            return plm_refuse(err, PLM_E_CAPACITY, PLM_REFUSAL_CAPACITY, "rate limit: %u runs/min per caller",
                                rate);
         }
         k->tokens_milli -= MILLI;

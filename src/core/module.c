@@ -8,7 +8,7 @@
 
 #include "limits.h"
 
-#define INVALID(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, __VA_ARGS__)
+#define INVALID(err, ...) plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, __VA_ARGS__)
 
 uint64_t plm_module_max_steps(double end_time, double step)
 {

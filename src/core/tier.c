@@ -39,7 +39,7 @@ int tier_parse_floor(const char *s, enum plm_tier *out, struct plm_err *err)
     enum plm_tier t = tier_parse(s);
     /* `none` as a floor would admit everything while looking like a statement: refuse it. */
     if (t == PLM_TIER_UNKNOWN || t == PLM_TIER_NONE)
-        return plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
+        return plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST,
                            "minimum_isolation must be empty or one of process, container, kernel, vm");
     *out = t;
     return 0;
@@ -51,7 +51,7 @@ int tier_check_floor(enum plm_tier actual, enum plm_tier floor, struct plm_err *
         return 0;
     if (tier_meets(actual, floor))
         return 0;
-    return plm_err_set(err, 0, PLM_E_ISOLATION, PLM_REFUSAL_ISOLATION,
+    return plm_refuse(err, PLM_E_ISOLATION, PLM_REFUSAL_ISOLATION,
                        "provider isolation %s is below requested minimum %s", tier_name(actual),
                        tier_name(floor));
 }

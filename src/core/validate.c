@@ -9,7 +9,7 @@
 #include "limits.h"
 #include "module.h"
 
-#define INVALID(err, ...) plm_err_set(err, 0, PLM_E_INVALID, PLM_REFUSAL_REQUEST, __VA_ARGS__)
+#define INVALID(err, ...) plm_refuse(err, PLM_E_INVALID, PLM_REFUSAL_REQUEST, __VA_ARGS__)
 
 static bool text_ok(const char *s, size_t *len_out)
 {

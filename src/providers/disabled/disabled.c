@@ -32,7 +32,7 @@ static int dis_run(struct plm_provider *p, const struct plm_run_ctx *ctx, const 
                    struct plm_result *out, struct plm_err *err)
 {
     (void)p, (void)ctx, (void)req, (void)out;
-    return plm_err_set(err, 0, PLM_E_DISABLED, PLM_REFUSAL_UNSUPPORTED,
+    return plm_refuse(err, PLM_E_DISABLED, PLM_REFUSAL_UNSUPPORTED,
                        "no sandbox provider is configured (SANDBOX_PROVIDER is unset); nothing ran");
 }
 

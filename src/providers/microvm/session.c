@@ -95,7 +95,7 @@ static int lost(struct plm_session *h, enum plm_session_end *ended, struct plm_e
     snprintf(text, sizeof text, "%.190s",
              timeout ? "the session's VM did not answer within the call's time and its grace" : err->msg);
     mark_dead(h, why, text);
-    plm_err_set(err, err->errnum ? err->errnum : EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+    plm_fail(err, err->errnum ? err->errnum : EPROTO, PLM_E_UNAVAILABLE,
                 "the session's VM %s during the call: %s",
                 why == PLM_END_MAIN_PROCESS_ENDED ? "went away" : "stopped answering properly", text);
     *ended = why;
@@ -193,7 +193,7 @@ int mv_session_open(struct plm_provider *p, const struct plm_session_spec *spec,
         mv_vm_read(&h->vm, mv_now_ns() + (int64_t)MV_SEED_TIMEOUT_MS * 1000000, &f, err) < 0 ||
         f.hdr.type != MVC_SESSION_READY || f.hdr.seq != h->vm.seq) {
         if (err->errnum == 0)
-            plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "microvm: the session VM answered type %u",
+            plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "microvm: the session VM answered type %u",
                         f.hdr.type);
         mv_vm_kill(&h->vm);
         free(h);
@@ -242,7 +242,7 @@ static int read_status(struct plm_session *h, int64_t deadline_ns, struct mvc_fr
     if (mv_vm_read(&h->vm, deadline_ns, f, err) < 0)
         return -1;
     if (f->hdr.type != MVC_SESSION_STATUS || f->hdr.seq != h->vm.seq)
-        return plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE,
+        return plm_fail(err, EPROTO, PLM_E_UNAVAILABLE,
                            "the guest answered frame type %u where its disk status was due", f->hdr.type);
     return 0;
 }
@@ -319,7 +319,7 @@ static int put_files(struct plm_session *h, const struct plm_request *req, enum 
         return refuse_dead(h, ended, err);
     if (f.u.status.file) {
         if (f.u.status.file > n) {
-            plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the guest named file %u of %zu",
+            plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "the guest named file %u of %zu",
                         f.u.status.file, n);
             return lost(h, ended, err);
         }
@@ -338,7 +338,7 @@ static int after_call(struct plm_session *h, struct plm_result *out, enum plm_se
     struct mvc_frame f;
     int r = read_status(h, mv_now_ns() + (int64_t)MV_STATUS_MS * 1000000, &f, err);
     if (r == 0 && f.u.status.file != 0)
-        r = plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the guest reported a file after a call");
+        r = plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "the guest reported a file after a call");
     if (r < 0) {
         plm_result_done(out);
         return lost(h, ended, err);
@@ -382,7 +382,7 @@ int mv_session_run_cell(struct plm_provider *p, struct plm_session *h, const str
         mv_vm_read(&h->vm, t0 + bound * 1000000, &f, err) < 0)
         return lost(h, ended, err);
     if (f.hdr.type != MVC_RESULT || f.hdr.seq != h->vm.seq) {
-        plm_err_set(err, EPROTO, PLM_E_UNAVAILABLE, PLM_REFUSAL_NONE, "the guest answered a cell with frame type %u",
+        plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "the guest answered a cell with frame type %u",
                     f.hdr.type);
         return lost(h, ended, err);
     }
