@@ -229,26 +229,11 @@ static void test_session_dir(void)
 
 int main(void)
 {
-    snprintf(base, sizeof base, "/tmp/plimsoll-hs-test-XXXXXX");
-    if (!mkdtemp(base)) {
-        printf("not ok - mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
-    int fds0 = count_fds();
+    int fds0 = hs_fixture_begin();
     test_stop_in_flight();
     test_many_runs();
     test_helper_killed();
     test_sweep();
     test_session_dir();
-    CHECK(dock_hostsock_quiesce(3000));
-    CHECK(count_fds() == fds0); /* every listener, connection and eventfd closed */
-    DIR *d = opendir(base);
-    int left = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        left += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    CHECK(left == 0); /* every run directory removed */
-    rmdir(base);
-    return unit_done();
+    return hs_fixture_end(fds0);
 }

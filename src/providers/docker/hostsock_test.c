@@ -324,26 +324,11 @@ static void test_slow_clients(void)
 
 int main(void)
 {
-    snprintf(base, sizeof base, "/tmp/plimsoll-hs-test-XXXXXX");
-    if (!mkdtemp(base)) {
-        printf("not ok - mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
-    int fds0 = count_fds();
+    int fds0 = hs_fixture_begin();
     test_base_dir();
     test_files_and_verbatim();
     test_refusals();
     test_connection_limit();
     test_slow_clients();
-    CHECK(dock_hostsock_quiesce(3000));
-    CHECK(count_fds() == fds0); /* every listener, connection and eventfd closed */
-    DIR *d = opendir(base);
-    int left = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        left += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    CHECK(left == 0); /* every run directory removed */
-    rmdir(base);
-    return unit_done();
+    return hs_fixture_end(fds0);
 }

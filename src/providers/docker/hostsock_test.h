@@ -235,3 +235,30 @@ static inline struct dock_hostsock *start(const struct plm_host_api *api, const 
         printf("# start: %s\n", e.msg);
     return hs;
 }
+
+/* Both test programs run their cases between these two: a fresh base directory, then nothing
+ * left behind (every listener, connection and eventfd closed; every run directory removed). */
+static inline int hs_fixture_begin(void)
+{
+    snprintf(base, sizeof base, "/tmp/plimsoll-hs-test-XXXXXX");
+    if (!mkdtemp(base)) {
+        printf("not ok - mkdtemp: %s\n", strerror(errno));
+        exit(1);
+    }
+    return count_fds();
+}
+
+static inline int hs_fixture_end(int fds0)
+{
+    CHECK(dock_hostsock_quiesce(3000));
+    CHECK(count_fds() == fds0);
+    DIR *d = opendir(base);
+    int left = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        left += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    CHECK(left == 0);
+    rmdir(base);
+    return unit_done();
+}
