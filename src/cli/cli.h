@@ -3,16 +3,35 @@
  * subcommands; every request, check and placement decision is libplimsoll's (src/lib/client.h),
  * and every card it prints is the card library's (src/card/card.h). */
 #pragma once
+#include <getopt.h>
+
 #include "../card/card.h"
 #include "../lib/client.h"
 
 /* "plimsoll CMD: <message>" and the --help hint on stderr; returns CLI_EXIT_USAGE (usage.c). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- options.c: the options every daemon-talking command shares ---- */
+
+/* Where a command's calls go, as its command line said: --url, --token-file, --backends. */
+struct cli_where {
+    const char *url_flag, *token_file, *backends;
+};
+#define CLI_WHERE_OPTIONS                                                                          \
+    {"url", required_argument, NULL, 'u'}, {"token-file", required_argument, NULL, 'k'},          \
+        {"backends", required_argument, NULL, 'b'}
+/* The default branch of every command's getopt switch: takes c when it is one of the where
+ * options (0), else answers getopt's error (':' a value missing, anything else unknown) with the
+ * usage exit status. Each where option may be given once. */
+int cli_opt_where(const char *cmd, int c, char **argv, struct cli_where *w);
+/* A single-valued option c (named in opts) takes optarg into *slot; the usage exit status when it
+ * was given before. */
+int cli_opt_once(const char *cmd, const struct option *opts, int c, const char **slot);
+
 /* ---- target.c: one daemon or a pool (--backends) ---- */
 
 struct cli_target {
-    const char *url_flag, *token_file, *backends; /* the command line's */
+    struct cli_where where; /* the command line's */
     char *token;
     struct cli_conn conn; /* one daemon */
     bool pooled;

@@ -103,36 +103,32 @@ static int describe_pool(struct plc_pool *p, bool json_out)
 
 int cli_cmd_describe(int argc, char **argv)
 {
-    const char *url_flag = NULL, *token_file = NULL, *backends = NULL;
+    struct cli_where w = {0};
     bool json_out = false;
     static const struct option opts[] = {
-        {"url", required_argument, NULL, 'u'},
-        {"token-file", required_argument, NULL, 'k'},
-        {"backends", required_argument, NULL, 'b'},
+        CLI_WHERE_OPTIONS,
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 0;
-    int c;
+    int c, r;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
-        case 'u': url_flag = optarg; break;
-        case 'k': token_file = optarg; break;
-        case 'b': backends = optarg; break;
         case 'j': json_out = true; break;
         case 'h': cli_usage_describe(stdout); return 0;
-        case ':': return cli_usage_error("describe", "option `%s` needs a value", argv[optind - 1]);
-        default: return cli_usage_error("describe", "unknown option `%s`", argv[optind - 1]);
+        default:
+            if ((r = cli_opt_where("describe", c, argv, &w)))
+                return r;
         }
     }
     if (optind < argc)
         return cli_usage_error("describe", "unexpected argument `%s`", argv[optind]);
 
-    if (backends) {
-        struct cli_target t = {.url_flag = url_flag, .token_file = token_file, .backends = backends};
-        int r = cli_target_open(&t, "describe");
+    if (w.backends) {
+        struct cli_target t = {.where = w};
+        r = cli_target_open(&t, "describe");
         if (r == 0)
             r = describe_pool(&t.pool, json_out);
         cli_target_done(&t);
@@ -140,11 +136,11 @@ int cli_cmd_describe(int argc, char **argv)
     }
     struct plm_err err = {0};
     char *token = NULL;
-    if (cli_token_load(token_file, &token, &err) < 0) {
+    if (cli_token_load(w.token_file, &token, &err) < 0) {
         fprintf(stderr, "plimsoll describe: %s\n", err.msg);
         return CLI_EXIT_USAGE;
     }
-    struct cli_conn conn = {.url = cli_base_url(url_flag), .token = token};
+    struct cli_conn conn = {.url = cli_base_url(w.url_flag), .token = token};
     struct cli_outcome o;
     cli_cleanup_pb Plimsoll__V1__DescribeResponse *d = cli_describe_call(&conn, &o);
     cli_token_free(token);

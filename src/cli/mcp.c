@@ -154,35 +154,27 @@ static int write_message(json_t *m)
 
 /* Stage 1: the options. 0 to go on, or the exit status after a message; -h prints the usage and
  * sets *help. */
-static int mcp_parse(int argc, char **argv, struct mcp_server *s, const char **url_flag, const char **backends,
-                     bool *help)
+static int mcp_parse(int argc, char **argv, struct cli_where *w, bool *help)
 {
     static const struct option opts[] = {
-        {"url", required_argument, NULL, 'u'},
-        {"token-file", required_argument, NULL, 'k'},
-        {"backends", required_argument, NULL, 'b'},
+        CLI_WHERE_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 0;
-    int c;
+    int c, r;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'u': *url_flag = optarg; break;
-        case 'k': s->token_file = optarg; break;
-        case 'b': *backends = optarg; break;
-        case 'h': cli_usage_mcp(stdout); *help = true; return 0;
-        default:
-            fprintf(stderr, "plimsoll mcp: %s `%s`\n(try `plimsoll mcp --help`)\n",
-                    c == ':' ? "option needs a value:" : "unknown option", argv[optind - 1]);
-            return CLI_EXIT_USAGE;
+        if (c == 'h') {
+            cli_usage_mcp(stdout);
+            *help = true;
+            return 0;
         }
+        if ((r = cli_opt_where("mcp", c, argv, w)))
+            return r;
     }
-    if (optind < argc) {
-        fprintf(stderr, "plimsoll mcp: unexpected argument `%s`\n", argv[optind]);
-        return CLI_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return cli_usage_error("mcp", "unexpected argument `%s`", argv[optind]);
     return 0;
 }
 
@@ -251,14 +243,15 @@ static int mcp_serve(struct mcp_server *s)
 int cli_cmd_mcp(int argc, char **argv)
 {
     struct mcp_server s = {0};
-    const char *url_flag = NULL, *backends = NULL;
+    struct cli_where w = {0};
     bool help = false;
-    int r = mcp_parse(argc, argv, &s, &url_flag, &backends, &help);
+    int r = mcp_parse(argc, argv, &w, &help);
     if (r || help)
         return r;
-    s.url = cli_base_url(url_flag);
+    s.url = cli_base_url(w.url_flag);
+    s.token_file = w.token_file;
     struct plc_pool pool;
-    if (backends && (r = mcp_open_pool(&s, &pool, url_flag, backends)))
+    if (w.backends && (r = mcp_open_pool(&s, &pool, w.url_flag, w.backends)))
         return r;
     int status = mcp_serve(&s);
     if (s.pool)

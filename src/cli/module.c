@@ -48,8 +48,9 @@ void cli_usage_module(FILE *f)
 }
 
 struct module_args {
-    const char *model, *rows, *end, *step, *floor, *timeout, *url, *token_file, *backends;
-    bool json, csv, floor_set;
+    const char *model, *rows, *end, *step, *floor, *timeout;
+    struct cli_where where;
+    bool json, csv;
 };
 
 static int parse_args(int argc, char **argv, struct module_args *a)
@@ -57,15 +58,14 @@ static int parse_args(int argc, char **argv, struct module_args *a)
     static const struct option opts[] = {
         {"rows", required_argument, NULL, 'r'},          {"end", required_argument, NULL, 'e'},
         {"step", required_argument, NULL, 's'},          {"min-isolation", required_argument, NULL, 'i'},
-        {"timeout", required_argument, NULL, 't'},       {"url", required_argument, NULL, 'u'},
-        {"token-file", required_argument, NULL, 'k'},    {"json", no_argument, NULL, 'j'},
-        {"backends", required_argument, NULL, 'b'},
+        {"timeout", required_argument, NULL, 't'},       CLI_WHERE_OPTIONS,
+        {"json", no_argument, NULL, 'j'},
         {"csv", no_argument, NULL, 'c'},                 {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 0;
-    int c;
+    int c, r;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         const char **slot = NULL;
         switch (c) {
@@ -73,27 +73,19 @@ static int parse_args(int argc, char **argv, struct module_args *a)
         case 'e': slot = &a->end; break;
         case 's': slot = &a->step; break;
         case 't': slot = &a->timeout; break;
-        case 'i':
-            if (a->floor_set)
-                return cli_usage_error("module", "%s", "--min-isolation given twice");
-            a->floor = optarg;
-            a->floor_set = true;
-            break;
-        case 'u': a->url = optarg; break;
-        case 'k': a->token_file = optarg; break;
-        case 'b': a->backends = optarg; break;
+        case 'i': slot = &a->floor; break;
         case 'j': a->json = true; break;
         case 'c': a->csv = true; break;
         case 'h': cli_usage_module(stdout); return -1;
-        case ':': return cli_usage_error("module", "option `%s` needs a value", argv[optind - 1]);
-        default: return cli_usage_error("module", "unknown option `%s`", argv[optind - 1]);
+        default:
+            if ((r = cli_opt_where("module", c, argv, &a->where)))
+                return r;
         }
-        if (slot) {
-            if (*slot)
-                return cli_usage_error("module", "option `%s` given twice", argv[optind - 1]);
-            *slot = optarg;
-        }
+        if (slot && (r = cli_opt_once("module", opts, c, slot)))
+            return r;
     }
+    if (!a->floor)
+        a->floor = ""; /* no floor stated */
     if (optind < argc)
         a->model = argv[optind++];
     if (optind < argc)
@@ -241,7 +233,7 @@ static int run_module(const struct module_args *a)
         return cli_usage_error("module", "%s", why);
     cleanup_free Plimsoll__V1__ModuleRow *mr = calloc(rows.n_rows, sizeof *mr);
     cleanup_free Plimsoll__V1__ModuleRow **mrp = calloc(rows.n_rows, sizeof *mrp);
-    struct cli_target target = {.url_flag = a->url, .token_file = a->token_file, .backends = a->backends};
+    struct cli_target target = {.where = a->where};
     r = !mr || !mrp ? (fprintf(stderr, "plimsoll module: out of memory\n"), CLI_EXIT_USAGE)
                     : cli_target_open(&target, "module");
     if (r) {
@@ -278,7 +270,7 @@ static int run_module(const struct module_args *a)
 
 int cli_cmd_module(int argc, char **argv)
 {
-    struct module_args a = {.floor = ""};
+    struct module_args a = {0};
     int r = parse_args(argc, argv, &a);
     if (r == 0)
         r = run_module(&a);

@@ -49,10 +49,11 @@ void cli_usage_project(FILE *f)
 }
 
 struct project_args {
-    const char *dir, *out, *grant, *floor, *timeout, *url, *token_file, *backends;
+    const char *dir, *out, *grant, *floor, *timeout;
+    struct cli_where where;
     char **steps, **artifacts;
     size_t n_steps, n_artifacts;
-    bool json, floor_set;
+    bool json;
 };
 
 static int push(char ***v, size_t *n, size_t max, char *s, const char *what)
@@ -73,8 +74,7 @@ static int parse_args(int argc, char **argv, struct project_args *a)
         {"step", required_argument, NULL, 's'},          {"artifact", required_argument, NULL, 'a'},
         {"out", required_argument, NULL, 'o'},           {"grant", required_argument, NULL, 'g'},
         {"min-isolation", required_argument, NULL, 'i'}, {"timeout", required_argument, NULL, 't'},
-        {"url", required_argument, NULL, 'u'},           {"token-file", required_argument, NULL, 'k'},
-        {"backends", required_argument, NULL, 'b'},
+        CLI_WHERE_OPTIONS,
         {"json", no_argument, NULL, 'j'},                {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -98,28 +98,22 @@ static int parse_args(int argc, char **argv, struct project_args *a)
             break;
         case 'o':
         case 'g':
+        case 'i':
         case 't': {
-            const char **slot = c == 'o' ? &a->out : c == 'g' ? &a->grant : &a->timeout;
-            if (*slot)
-                return cli_usage_error("project", "option `%s` given twice", argv[optind - 1]);
-            *slot = optarg;
+            const char **slot = c == 'o' ? &a->out : c == 'g' ? &a->grant : c == 'i' ? &a->floor : &a->timeout;
+            if ((r = cli_opt_once("project", opts, c, slot)))
+                return r;
             break;
         }
-        case 'i':
-            if (a->floor_set)
-                return cli_usage_error("project", "%s", "--min-isolation given twice");
-            a->floor = optarg;
-            a->floor_set = true;
-            break;
-        case 'u': a->url = optarg; break;
-        case 'k': a->token_file = optarg; break;
-        case 'b': a->backends = optarg; break;
         case 'j': a->json = true; break;
         case 'h': cli_usage_project(stdout); return -1;
-        case ':': return cli_usage_error("project", "option `%s` needs a value", argv[optind - 1]);
-        default: return cli_usage_error("project", "unknown option `%s`", argv[optind - 1]);
+        default:
+            if ((r = cli_opt_where("project", c, argv, &a->where)))
+                return r;
         }
     }
+    if (!a->floor)
+        a->floor = ""; /* no floor stated */
     if (optind < argc)
         a->dir = argv[optind++];
     if (optind < argc)
@@ -248,7 +242,7 @@ static int run_project(struct project_args *a)
     }
     cleanup_free Plimsoll__V1__ProjectFile *pf = calloc(files.n ? files.n : 1, sizeof *pf);
     cleanup_free Plimsoll__V1__ProjectFile **pfp = calloc(files.n ? files.n : 1, sizeof *pfp);
-    struct cli_target target = {.url_flag = a->url, .token_file = a->token_file, .backends = a->backends};
+    struct cli_target target = {.where = a->where};
     int r = !pf || !pfp ? (fprintf(stderr, "plimsoll project: out of memory\n"), CLI_EXIT_USAGE)
                         : cli_target_open(&target, "project");
     if (r) {
@@ -288,7 +282,7 @@ static int run_project(struct project_args *a)
 
 int cli_cmd_project(int argc, char **argv)
 {
-    struct project_args a = {.floor = ""};
+    struct project_args a = {0};
     int r = parse_args(argc, argv, &a);
     if (r == 0)
         r = run_project(&a);

@@ -101,27 +101,33 @@ int cli_cmd_repl(int argc, char **argv)
     static const struct option opts[] = {
         {"language", required_argument, NULL, 'l'}, {"min-isolation", required_argument, NULL, 'i'},
         {"timeout", required_argument, NULL, 't'},  {"owner", required_argument, NULL, 'o'},
-        {"url", required_argument, NULL, 'u'},      {"token-file", required_argument, NULL, 'k'},
-        {"backends", required_argument, NULL, 'b'},
+        CLI_WHERE_OPTIONS,
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 0;
-    int c;
+    /* language and floor start with defaults; each is still accepted once only. */
+    const char *language = NULL, *floor = NULL;
+    int c, e;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'l': r.language = optarg; break;
-        case 'i': r.floor = optarg; break;
-        case 't': timeout_arg = optarg; break;
-        case 'o': owner = optarg; break;
-        case 'u': target.url_flag = optarg; break;
-        case 'k': target.token_file = optarg; break;
-        case 'b': target.backends = optarg; break;
-        case 'h': cli_usage_repl(stdout); return 0;
-        case ':': return cli_usage_error("repl", "option `%s` needs a value", argv[optind - 1]);
-        default: return cli_usage_error("repl", "unknown option `%s`", argv[optind - 1]);
+        const char **slot = c == 'l' ? &language : c == 'i' ? &floor : c == 't' ? &timeout_arg
+                            : c == 'o' ? &owner : NULL;
+        if (slot) {
+            if ((e = cli_opt_once("repl", opts, c, slot)))
+                return e;
+            continue;
         }
+        if (c == 'h') {
+            cli_usage_repl(stdout);
+            return 0;
+        }
+        if ((e = cli_opt_where("repl", c, argv, &target.where)))
+            return e;
     }
+    if (language)
+        r.language = language;
+    if (floor)
+        r.floor = floor;
     if (optind < argc)
         return cli_usage_error("repl", "unexpected argument `%s`", argv[optind]);
     if (strcmp(r.language, "javascript") && strcmp(r.language, "python"))

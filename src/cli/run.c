@@ -138,7 +138,7 @@ static int send_snippet(const struct cli_conn *conn, const char *floor, void *ct
 /* What the command line asked for. */
 struct run_args {
     const char *code_arg, *floor, *timeout_arg, *grant, *path;
-    bool json_out, floor_set, help;
+    bool json_out, help;
     int32_t timeout_ms;
 };
 
@@ -151,48 +151,32 @@ static int run_parse(int argc, char **argv, struct run_args *a, struct cli_targe
         {"min-isolation", required_argument, NULL, 'i'},
         {"timeout", required_argument, NULL, 't'},
         {"grant", required_argument, NULL, 'g'},
-        {"url", required_argument, NULL, 'u'},
-        {"token-file", required_argument, NULL, 'k'},
-        {"backends", required_argument, NULL, 'b'},
+        CLI_WHERE_OPTIONS,
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 0; /* full re-initialisation for GNU getopt */
-    int c;
+    int c, r;
     while ((c = getopt_long(argc, argv, ":e:h", opts, NULL)) != -1) {
+        const char **slot = c == 'e' ? &a->code_arg : c == 'i' ? &a->floor : c == 't' ? &a->timeout_arg
+                            : c == 'g' ? &a->grant : NULL;
+        if (slot) {
+            if ((r = cli_opt_once("run", opts, c, slot)))
+                return r;
+            continue;
+        }
         switch (c) {
-        case 'e':
-            if (a->code_arg)
-                return cli_usage_error("run", "%s", "-e given twice");
-            a->code_arg = optarg;
-            break;
-        case 'i':
-            if (a->floor_set)
-                return cli_usage_error("run", "%s", "--min-isolation given twice");
-            a->floor = optarg;
-            a->floor_set = true;
-            break;
-        case 't':
-            if (a->timeout_arg)
-                return cli_usage_error("run", "%s", "--timeout given twice");
-            a->timeout_arg = optarg;
-            break;
-        case 'g':
-            if (a->grant)
-                return cli_usage_error("run", "%s", "--grant given twice");
-            a->grant = optarg;
-            break;
-        case 'u': target->url_flag = optarg; break;
-        case 'k': target->token_file = optarg; break;
-        case 'b': target->backends = optarg; break;
         case 'j': a->json_out = true; break;
         case 'h': cli_usage_run(stdout); a->help = true; return 0;
-        case ':': return cli_usage_error("run", "option `%s` needs a value", argv[optind - 1]);
-        default: return cli_usage_error("run", "unknown option `%s`", argv[optind - 1]);
+        default:
+            if ((r = cli_opt_where("run", c, argv, &target->where)))
+                return r;
         }
     }
+    if (!a->floor)
+        a->floor = ""; /* no floor stated */
     if (optind < argc)
         a->path = argv[optind++];
     if (optind < argc)
@@ -245,7 +229,7 @@ static int run_send(struct cli_target *target, const struct run_args *a, const c
 
 int cli_cmd_run(int argc, char **argv)
 {
-    struct run_args a = {.floor = ""};
+    struct run_args a = {0};
     struct cli_target target = {0};
     cleanup_free char *code = NULL;
     int r = run_parse(argc, argv, &a, &target);

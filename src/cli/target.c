@@ -8,22 +8,22 @@
 int cli_target_open(struct cli_target *t, const char *cmd)
 {
     struct plm_err err = {0};
-    if (t->backends && (t->url_flag || t->token_file))
+    if (t->where.backends && (t->where.url_flag || t->where.token_file))
         return cli_usage_error(cmd, "%s", "--backends names every daemon with its own token: not with --url or --token-file");
-    if (t->backends) {
+    if (t->where.backends) {
         plc_pool_init(&t->pool);
-        if (plc_pool_load(&t->pool, t->backends, &err) < 0) {
+        if (plc_pool_load(&t->pool, t->where.backends, &err) < 0) {
             fprintf(stderr, "plimsoll %s: %s\n", cmd, err.msg);
             return CLI_EXIT_USAGE;
         }
         t->pooled = true;
         return 0;
     }
-    if (cli_token_load(t->token_file, &t->token, &err) < 0) {
+    if (cli_token_load(t->where.token_file, &t->token, &err) < 0) {
         fprintf(stderr, "plimsoll %s: %s\n", cmd, err.msg);
         return CLI_EXIT_USAGE;
     }
-    t->conn = (struct cli_conn){.url = cli_base_url(t->url_flag), .token = t->token};
+    t->conn = (struct cli_conn){.url = cli_base_url(t->where.url_flag), .token = t->token};
     return 0;
 }
 

@@ -128,7 +128,7 @@ class Quickjs(unittest.TestCase):
             (["project", p, "--step", "ls", "--artifact", "/etc/passwd"], "--artifact `/etc/passwd`"),
             (["project", p, "--step", "ls", "--out", os.path.join(self.tmp, "o1")], "--out without --artifact"),
             (["project", p, "--step", "ls", "--grant", "no way"], "--grant"),
-            (["project", p, "--step", "ls", "--min-isolation", "none"], "--min-isolation"),
+            (["project", p, "--step", "ls", "--min-isolation", "none"], "--min-isolation `none`"),
             (["project", p, "--step", "ls", "--timeout", "301"], "--timeout"),
             (["project", p, "--step", ""], "--step must be"),
             (["project", p] + ["--step", "ls"] * 21, "more than 20 steps"),
@@ -158,6 +158,27 @@ class Quickjs(unittest.TestCase):
         self.assertEqual(os.listdir(out), ["keep"])
         time.sleep(0.2)
         self.assertEqual(self.runs(), n)
+
+    def test_an_option_given_twice_is_refused_by_every_command(self):
+        # One rule in every command (src/cli/options.c): a single-valued option given twice is a
+        # usage error naming it, never "the last one wins"; nothing is sent.
+        p = self.project_dir()
+        n = self.settled_runs()
+        cases = [
+            (["run", "-e", "1", "--url", "http://127.0.0.1:1", "--url", "http://127.0.0.1:2"], "--url given twice"),
+            (["run", "-e", "1", "--min-isolation", "vm", "--min-isolation", "process"], "--min-isolation given twice"),
+            (["run", "-e", "1", "-e", "2"], "--eval given twice"),
+            (["project", p, "--step", "ls", "--token-file", "/a", "--token-file", "/b"], "--token-file given twice"),
+            (["module", "m", "--rows", "1", "--rows", "2"], "--rows given twice"),
+            (["describe", "--backends", "/a", "--backends", "/b"], "--backends given twice"),
+            (["repl", "--min-isolation", "vm", "--min-isolation=process"], "--min-isolation given twice"),
+            (["mcp", "--url", "http://127.0.0.1:1", "--url=http://127.0.0.1:2"], "--url given twice"),
+        ]
+        for args, words in cases:
+            r = cli(*args)  # not self.c: it adds --url and --token-file of its own
+            self.assertEqual(r.returncode, 204, (args, r.stderr))
+            self.assertIn(words, r.stderr, args)
+        self.assertEqual(self.settled_runs(), n)
 
     def test_project_refused_by_quickjs_leaves_no_out_dir(self):
         p = self.project_dir()
