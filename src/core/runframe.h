@@ -10,12 +10,6 @@
 
 #include "frame16.h"
 
-/* The session files of the vm tier still spell frame16's writer so (issue 25: until they move). */
-static inline void qf_put_u32(uint8_t *p, uint32_t v)
-{
-    f16_put_u32(p, v);
-}
-
 /* RESULT payload: i32 exit_code, u8 flags (QF_RES_*), u8[3] zero, u32 out_len, u32 err_len,
  * out bytes, err bytes. out_len and err_len are each <= LIM_OUTPUT_MAX. */
 #define QF_RES_TIMED_OUT 0x01u

@@ -19,15 +19,6 @@
 #include "../core/frame16.h"
 #include "../core/runframe.h"
 
-/* The names the microvm session code (providers/microvm/session.c, guest/session.c) spells for
- * frame16's header; the rest of the channel's users spell frame16's own. */
-#define MVC_HDR_LEN F16_HDR_LEN
-#define mvc_hdr f16_hdr
-static inline void mvc_hdr_encode(uint8_t out[F16_HDR_LEN], const struct f16_hdr *h)
-{
-    f16_hdr_encode(out, h);
-}
-
 enum mvc_type {
     /* host -> guest */
     MVC_SEED = 1,       /* u64 Math.random seed + 32 bytes for the guest kernel's pool */

@@ -119,26 +119,26 @@ int main(void)
     n = frame(buf, MVC_SESSION_STATUS, 0, 6, ss, MVC_SESSION_STATUS_LEN);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.status.used == 9u << 20 && f.u.status.file == 0);
     CHECK(canon_round_trip(buf, n));
-    qf_put_u32(ss + 8, 2), qf_put_u32(ss + 12, 28); /* file 2: ENOSPC */
+    f16_put_u32(ss + 8, 2), f16_put_u32(ss + 12, 28); /* file 2: ENOSPC */
     n = frame(buf, MVC_SESSION_STATUS, 0, 6, ss, MVC_SESSION_STATUS_LEN);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_FRAME && f.u.status.file == 2 && f.u.status.errnum == 28);
     CHECK(canon_round_trip(buf, n));
     n = frame(buf, MVC_SESSION_STATUS, 0, 6, ss, MVC_SESSION_STATUS_LEN + 1);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
-    qf_put_u32(ss + 12, 0); /* a failed file without its errno */
+    f16_put_u32(ss + 12, 0); /* a failed file without its errno */
     n = frame(buf, MVC_SESSION_STATUS, 0, 6, ss, MVC_SESSION_STATUS_LEN);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
-    qf_put_u32(ss + 8, MVC_FILES_MAX + 1), qf_put_u32(ss + 12, 28);
+    f16_put_u32(ss + 8, MVC_FILES_MAX + 1), f16_put_u32(ss + 12, 28);
     n = frame(buf, MVC_SESSION_STATUS, 0, 6, ss, MVC_SESSION_STATUS_LEN);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
-    qf_put_u32(ss + 8, 1), qf_put_u32(ss + 12, MVC_ERRNO_MAX + 1);
+    f16_put_u32(ss + 8, 1), f16_put_u32(ss + 12, MVC_ERRNO_MAX + 1);
     n = frame(buf, MVC_SESSION_STATUS, 0, 6, ss, MVC_SESSION_STATUS_LEN);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
     /* FILES goes host->guest only, bounded by the files' caps. */
     n = frame(buf, MVC_FILES, 0, 1, "\0\0\0\1\0\0\0\1a\0\0\0\0", 13);
     CHECK(mvc_decode_guest(buf, n, &f, &used) == MVC_BAD);
     CHECK(mvc_hdr_decode(buf, &sh) == 0);
-    mvc_hdr_encode(buf, &(struct mvc_hdr){.len = mvc_max_len(MVC_FILES) + 1, .type = MVC_FILES, .seq = 1});
+    f16_hdr_encode(buf, &(struct f16_hdr){.len = mvc_max_len(MVC_FILES) + 1, .type = MVC_FILES, .seq = 1});
     CHECK(mvc_hdr_decode(buf, &sh) < 0);
 
     /* DIED carries exactly 4 bytes. */

@@ -186,8 +186,8 @@ int mv_session_open(struct plm_provider *p, const struct plm_session_spec *spec,
     h->disk_bytes = spec->disk_bytes;
     uint64_t mb = spec->disk_bytes ? ((spec->disk_bytes + (1u << 20) - 1) >> 20) + 1 : s->cfg.disk_mb;
     uint8_t pl[MVC_SESSION_LEN];
-    qf_put_u32(pl, (uint32_t)(mb > 1048576 ? 1048576 : mb));
-    qf_put_u32(pl + 4, lang_bits(spec, python_ok(s)));
+    f16_put_u32(pl, (uint32_t)(mb > 1048576 ? 1048576 : mb));
+    f16_put_u32(pl + 4, lang_bits(spec, python_ok(s)));
     struct mvc_frame f;
     if (mv_vm_send(&h->vm, MVC_SESSION, 0, pl, sizeof pl, NULL, 0, NULL, 0, err) < 0 ||
         mv_vm_read(&h->vm, mv_now_ns() + (int64_t)MV_SEED_TIMEOUT_MS * 1000000, &f, err) < 0 ||
@@ -281,13 +281,13 @@ static int encode_files(const struct plm_file *fs, size_t n, uint8_t **out, size
     uint8_t *b = malloc(total), *o = b;
     if (!b)
         return -2;
-    qf_put_u32(o, (uint32_t)n);
+    f16_put_u32(o, (uint32_t)n);
     o += 4;
     for (size_t i = 0; i < n; i++) {
         const char *f2[2] = {fs[i].path, fs[i].content};
         for (int k = 0; k < 2; k++) {
             size_t l = strlen(f2[k]);
-            qf_put_u32(o, (uint32_t)l);
+            f16_put_u32(o, (uint32_t)l);
             memcpy(o + 4, f2[k], l);
             o += 4 + l;
         }
@@ -373,8 +373,8 @@ int mv_session_run_cell(struct plm_provider *p, struct plm_session *h, const str
     uint32_t timeout = call_timeout(ctx);
     bool *live = py ? &h->live_py : &h->live_js;
     uint8_t fixed[MVC_CELL_FIXED];
-    qf_put_u32(fixed, timeout);
-    qf_put_u32(fixed + 4, py ? MVC_LANG_PY : MVC_LANG_JS);
+    f16_put_u32(fixed, timeout);
+    f16_put_u32(fixed + 4, py ? MVC_LANG_PY : MVC_LANG_JS);
     int64_t t0 = mv_now_ns();
     int64_t bound = (int64_t)timeout + MV_SESSION_GRACE_MS + (py && !*live ? MV_SESSION_PY_START_MS : 0);
     struct mvc_frame f;

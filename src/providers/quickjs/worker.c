@@ -19,7 +19,7 @@
 
 #include "../../core/limits.h"
 #include "frame.h"
-#include "../../jsrt/jsrt.h"
+#include "../../jsrt/hostcall.h"
 #include "probe.h"
 #include "seccomp_table.h"
 
@@ -43,36 +43,15 @@ static int send_frame(uint16_t type, uint64_t seq, const uint8_t *payload, uint3
 static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len, const uint8_t *path, size_t path_len,
                       const uint8_t *body, size_t body_len, struct jsrt_host_reply *out)
 {
-    /* Caps were checked by the caller (jsrt.c); the sum is at most HOST_CALL's cap (frame.c). */
-    uint8_t fixed[QF_HOST_CALL_FIXED];
-    qf_host_call_encode_fixed(fixed, call_no, (uint32_t)method_len, (uint32_t)path_len, (uint32_t)body_len);
-    uint32_t len = (uint32_t)(QF_HOST_CALL_FIXED + method_len + path_len + body_len);
-    uint8_t h[F16_HDR_LEN];
-    f16_hdr_encode(h, &(struct f16_hdr){.len = len, .type = QF_HOST_CALL, .flags = 0, .seq = request_seq});
-    if (plm_write_exact(WK_SOCK_FD, h, sizeof h) < 0 || plm_write_exact(WK_SOCK_FD, fixed, sizeof fixed) < 0 || plm_write_exact(WK_SOCK_FD, method, method_len) < 0 ||
-        plm_write_exact(WK_SOCK_FD, path, path_len) < 0 || plm_write_exact(WK_SOCK_FD, body, body_len) < 0)
-        _exit(WK_EXIT_IO);
-
-    struct f16_hdr rh;
-    uint8_t hb[F16_HDR_LEN];
-    if (plm_read_exact(WK_SOCK_FD, hb, sizeof hb) < 0)
-        _exit(WK_EXIT_IO);
-    /* Fail closed: only the reply to this run, bounded by its cap before the allocation. */
-    if (qf_hdr_decode(hb, &rh) < 0 || rh.type != QF_HOST_REPLY || rh.seq != request_seq)
-        _exit(WK_EXIT_PROTOCOL);
-    uint8_t *payload = malloc(rh.len);
-    if (!payload)
-        _exit(WK_EXIT_MEMORY);
-    if (plm_read_exact(WK_SOCK_FD, payload, rh.len) < 0)
-        _exit(WK_EXIT_IO);
-    struct qf_host_reply rep;
-    if (qf_host_reply_decode(payload, rh.len, &rep) < 0 || rep.call_no != call_no)
-        _exit(WK_EXIT_PROTOCOL);
-    *out = (struct jsrt_host_reply){.status = rep.status,
-                                    .deadline = (rep.flags & QF_HR_DEADLINE) != 0,
-                                    .body = rep.body,
-                                    .body_len = rep.body_len,
-                                    .buf = payload};
+    static const struct jsrt_hostcall_chan ch = {
+        .fd = WK_SOCK_FD, .call_type = QF_HOST_CALL, .reply_type = QF_HOST_REPLY, .hdr_decode = qf_hdr_decode};
+    switch (jsrt_hostcall(&ch, request_seq, call_no, method, method_len, path, path_len, body, body_len, out)) {
+    case JSRT_HOSTCALL_OK: return;
+    case JSRT_HOSTCALL_IO: _exit(WK_EXIT_IO);
+    case JSRT_HOSTCALL_MEMORY: _exit(WK_EXIT_MEMORY);
+    case JSRT_HOSTCALL_PROTOCOL: break;
+    }
+    _exit(WK_EXIT_PROTOCOL);
 }
 
 /* The end of every run (jsrt_finish_fn): one RESULT frame, then exit. The output buffers were

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "../../../core/exact_io.h"
-#include "../../../jsrt/jsrt.h"
+#include "../../../jsrt/hostcall.h"
 #include "../../../guestio/vmchan.h"
 #include "guest.h"
 
@@ -55,33 +55,15 @@ __attribute__((noreturn)) void gs_finish_run(int32_t exit_code, bool timed_out, 
 static void host_call(uint32_t call_no, const uint8_t *method, size_t method_len, const uint8_t *path, size_t path_len,
                       const uint8_t *body, size_t body_len, struct jsrt_host_reply *out)
 {
-    uint8_t fixed[QF_HOST_CALL_FIXED];
-    qf_host_call_encode_fixed(fixed, call_no, (uint32_t)method_len, (uint32_t)path_len, (uint32_t)body_len);
-    uint32_t len = (uint32_t)(QF_HOST_CALL_FIXED + method_len + path_len + body_len);
-    uint8_t h[F16_HDR_LEN];
-    f16_hdr_encode(h, &(struct f16_hdr){.len = len, .type = MVC_HOST_CALL, .flags = 0, .seq = request_seq});
-    if (plm_write_exact(gs_port(), h, sizeof h) < 0 || plm_write_exact(gs_port(), fixed, sizeof fixed) < 0 || plm_write_exact(gs_port(), method, method_len) < 0 ||
-        plm_write_exact(gs_port(), path, path_len) < 0 || plm_write_exact(gs_port(), body, body_len) < 0)
-        _exit(GS_EXIT_IO);
-    uint8_t hb[F16_HDR_LEN];
-    struct f16_hdr rh;
-    if (plm_read_exact(gs_port(), hb, sizeof hb) < 0)
-        _exit(GS_EXIT_IO);
-    if (mvc_hdr_decode(hb, &rh) < 0 || rh.type != MVC_HOST_REPLY || rh.seq != request_seq)
-        _exit(GS_EXIT_PROTOCOL);
-    uint8_t *payload = malloc(rh.len ? rh.len : 1);
-    if (!payload)
-        _exit(GS_EXIT_MEMORY);
-    if (plm_read_exact(gs_port(), payload, rh.len) < 0)
-        _exit(GS_EXIT_IO);
-    struct qf_host_reply rep;
-    if (qf_host_reply_decode(payload, rh.len, &rep) < 0 || rep.call_no != call_no)
-        _exit(GS_EXIT_PROTOCOL);
-    *out = (struct jsrt_host_reply){.status = rep.status,
-                                    .deadline = (rep.flags & QF_HR_DEADLINE) != 0,
-                                    .body = rep.body,
-                                    .body_len = rep.body_len,
-                                    .buf = payload};
+    const struct jsrt_hostcall_chan ch = {
+        .fd = gs_port(), .call_type = MVC_HOST_CALL, .reply_type = MVC_HOST_REPLY, .hdr_decode = mvc_hdr_decode};
+    switch (jsrt_hostcall(&ch, request_seq, call_no, method, method_len, path, path_len, body, body_len, out)) {
+    case JSRT_HOSTCALL_OK: return;
+    case JSRT_HOSTCALL_IO: _exit(GS_EXIT_IO);
+    case JSRT_HOSTCALL_MEMORY: _exit(GS_EXIT_MEMORY);
+    case JSRT_HOSTCALL_PROTOCOL: break;
+    }
+    _exit(GS_EXIT_PROTOCOL);
 }
 
 /* Drops to the run uid: no way back to PID 1's root (no_new_privs, no capabilities). */

@@ -132,8 +132,8 @@ static void js_finish(int32_t exit_code, bool timed_out, const struct jsrt_out *
     uint8_t flags = (uint8_t)((timed_out ? QF_RES_TIMED_OUT : 0) | (out->truncated ? QF_RES_OUT_TRUNC : 0) |
                               (err->truncated ? QF_RES_ERR_TRUNC : 0) | (keep ? 0 : QF_RES_ENDED));
     qf_result_encode_fixed(fixed, exit_code, flags, out->len, err->len);
-    uint8_t h[MVC_HDR_LEN];
-    mvc_hdr_encode(h, &(struct mvc_hdr){.len = QF_RESULT_FIXED + out->len + err->len, .type = MVC_RESULT});
+    uint8_t h[F16_HDR_LEN];
+    f16_hdr_encode(h, &(struct f16_hdr){.len = QF_RESULT_FIXED + out->len + err->len, .type = MVC_RESULT});
     if (plm_write_exact(js_sock, h, sizeof h) < 0 || plm_write_exact(js_sock, fixed, sizeof fixed) < 0 ||
         plm_write_exact(js_sock, out->data, out->len) < 0 || plm_write_exact(js_sock, err->data, err->len) < 0)
         _exit(GS_EXIT_IO);
@@ -231,11 +231,11 @@ static void js_cell(uint64_t seq, uint32_t timeout, const uint8_t *code, uint32_
         return;
     }
     uint8_t h[8];
-    qf_put_u32(h, timeout);
-    qf_put_u32(h + 4, len);
+    f16_put_u32(h, timeout);
+    f16_put_u32(h + 4, len);
     int64_t deadline = now_ms() + timeout + JS_GRACE_MS;
-    uint8_t hb[MVC_HDR_LEN];
-    struct mvc_hdr rh;
+    uint8_t hb[F16_HDR_LEN];
+    struct f16_hdr rh;
     struct qf_result res;
     uint8_t *payload = NULL;
     if (plm_write_exact(js.in, h, sizeof h) < 0 || plm_write_exact(js.in, code, len) < 0 ||
@@ -385,7 +385,7 @@ static void py_cell(uint64_t seq, uint32_t timeout, const uint8_t *code, uint32_
         py.ready = true;
     }
     uint8_t h[4];
-    qf_put_u32(h, len);
+    f16_put_u32(h, len);
     int r = -1;
     if (plm_write_exact(py.in, h, sizeof h) == 0 && plm_write_exact(py.in, code, len) == 0) {
         r = py_wait(now_ms() + timeout, &out, &err, &b);
@@ -479,8 +479,8 @@ static void send_status(uint64_t seq, uint32_t file, uint32_t errnum)
     if (file == 0 || errnum == 0 || errnum > MVC_ERRNO_MAX)
         file = 0, errnum = 0;
     f16_put_u64(p, used_bytes("/work") + used_bytes("/tmp"));
-    qf_put_u32(p + 8, file);
-    qf_put_u32(p + 12, errnum);
+    f16_put_u32(p + 8, file);
+    f16_put_u32(p + 12, errnum);
     gs_send(MVC_SESSION_STATUS, seq, p, sizeof p);
 }
 
@@ -523,7 +523,7 @@ __attribute__((noreturn)) static void files_child(int rep, const uint8_t *p, uin
     static char path[MVC_PATH_MAX + 1];
     for (uint32_t i = 1; i <= n && n <= MVC_FILES_MAX; i++) {
         uint8_t b[4];
-        qf_put_u32(b, i);
+        f16_put_u32(b, i);
         if (plm_write_exact(rep, b, 4) < 0)
             _exit(GS_EXIT_IO);
         uint32_t pl = f16_get_u32(&r);
@@ -535,7 +535,7 @@ __attribute__((noreturn)) static void files_child(int rep, const uint8_t *p, uin
         memcpy(path, pp, pl);
         path[pl] = 0;
         if (put_file(path, cp, cl) < 0) {
-            qf_put_u32(b, (uint32_t)errno);
+            f16_put_u32(b, (uint32_t)errno);
             plm_write_exact(rep, b, 4);
             _exit(1);
         }
@@ -601,8 +601,8 @@ void gs_session(struct jsrt *e, uint64_t s, uint64_t seq, const uint8_t *p, uint
     if (gs_send(MVC_SESSION_READY, seq, NULL, 0) < 0)
         gs_idle_forever();
     for (;;) {
-        uint8_t hb[MVC_HDR_LEN];
-        struct mvc_hdr h;
+        uint8_t hb[F16_HDR_LEN];
+        struct f16_hdr h;
         if (plm_read_exact(gs_port(), hb, sizeof hb) < 0 || mvc_hdr_decode(hb, &h) < 0)
             gs_idle_forever();
         uint8_t *q = malloc((size_t)h.len + 1);
