@@ -65,6 +65,9 @@ json_t *mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, int
 json_t *mcp_tool_result(bool is_error, const char *text, const char *card, json_t *structured);
 /* A tool error for bad arguments: "invalid arguments: WHY. Nothing was sent; no code ran." */
 json_t *mcp_bad_arguments(const char *why);
+/* NULL when every key of args is one of known (NULL-terminated); else the bad-arguments result
+ * naming the first stray key and the keys the tool takes. */
+json_t *mcp_only_arguments(json_t *args, const char *const *known);
 /* The common run arguments `timeout` (seconds) and `min_isolation`: NULL when valid (the outputs
  * set; *floor stays "" without a floor), else the bad-arguments tool error. */
 json_t *mcp_run_limits(json_t *args, int32_t *timeout_ms, const char **floor);

@@ -83,16 +83,10 @@ static int send_snippet(const struct cli_conn *conn, const char *floor, void *ct
 
 json_t *mcp_run_javascript(struct mcp_server *s, json_t *args)
 {
-    const char *known[] = {"code", "timeout", "min_isolation", "grant"};
-    const char *key;
-    json_t *v;
-    json_object_foreach(args, key, v) {
-        bool ok = false;
-        for (size_t i = 0; i < 4; i++)
-            ok |= strcmp(key, known[i]) == 0;
-        if (!ok)
-            return mcp_bad_arguments("unknown argument (expected code, timeout, min_isolation, grant)");
-    }
+    static const char *const known[] = {"code", "timeout", "min_isolation", "grant", NULL};
+    json_t *stray = mcp_only_arguments(args, known);
+    if (stray)
+        return stray;
     json_t *code = json_object_get(args, "code");
     if (!json_is_string(code))
         return mcp_bad_arguments("code must be a string");

@@ -105,13 +105,10 @@ static int send_module(const struct cli_conn *conn, const char *floor, void *ctx
 
 json_t *mcp_run_module(struct mcp_server *s, json_t *args)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach(args, key, v) {
-        if (strcmp(key, "model") && strcmp(key, "rows") && strcmp(key, "end_time") && strcmp(key, "step") &&
-            strcmp(key, "timeout") && strcmp(key, "min_isolation"))
-            return mcp_bad_arguments("unknown argument (expected model, rows, end_time, step, timeout, min_isolation)");
-    }
+    static const char *const known[] = {"model", "rows", "end_time", "step", "timeout", "min_isolation", NULL};
+    json_t *stray = mcp_only_arguments(args, known);
+    if (stray)
+        return stray;
     json_t *model = json_object_get(args, "model"), *rows = json_object_get(args, "rows");
     json_t *end = json_object_get(args, "end_time"), *step = json_object_get(args, "step");
     if (!json_is_string(model) || strlen(json_string_value(model)) != json_string_length(model))

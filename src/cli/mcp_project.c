@@ -104,14 +104,10 @@ static int send_project(const struct cli_conn *conn, const char *floor, void *ct
 
 json_t *mcp_run_project(struct mcp_server *s, json_t *args)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach(args, key, v) {
-        if (strcmp(key, "files") && strcmp(key, "steps") && strcmp(key, "artifacts") && strcmp(key, "timeout") &&
-            strcmp(key, "min_isolation") && strcmp(key, "grant"))
-            return mcp_bad_arguments(
-                "unknown argument (expected files, steps, artifacts, timeout, min_isolation, grant)");
-    }
+    static const char *const known[] = {"files", "steps", "artifacts", "timeout", "min_isolation", "grant", NULL};
+    json_t *stray = mcp_only_arguments(args, known);
+    if (stray)
+        return stray;
     json_t *files = json_object_get(args, "files"), *steps = json_object_get(args, "steps"),
            *arts = json_object_get(args, "artifacts");
     if (!steps || !string_array(steps, LIM_STEPS_MAX, LIM_STEP_MAX) || json_array_size(steps) == 0)

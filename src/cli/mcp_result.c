@@ -36,6 +36,30 @@ json_t *mcp_bad_arguments(const char *why)
     return mcp_tool_result(true, text, NULL, NULL);
 }
 
+json_t *mcp_only_arguments(json_t *args, const char *const *known)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v) {
+        size_t i = 0;
+        while (known[i] && strcmp(key, known[i]))
+            i++;
+        if (known[i])
+            continue;
+        /* The caller's key is quoted only when it is short and plain: it goes back to a model. */
+        char why[256], list[160] = "";
+        for (size_t k = 0; known[k]; k++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", known[k]);
+        bool plain = strlen(key) <= 40;
+        for (const char *p = key; plain && *p; p++)
+            plain = *p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        snprintf(why, sizeof why, "unknown argument%s%s%s (expected %s)", plain ? " `" : "", plain ? key : "",
+                 plain ? "`" : "", list);
+        return mcp_bad_arguments(why);
+    }
+    return NULL;
+}
+
 json_t *mcp_run_limits(json_t *args, int32_t *timeout_ms, const char **floor)
 {
     json_t *t = json_object_get(args, "timeout");

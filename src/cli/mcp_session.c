@@ -66,20 +66,6 @@ static struct mcp_session *find(struct mcp_server *s, json_t *handle)
     return NULL;
 }
 
-static bool only_keys(json_t *args, const char *const *keys, size_t n)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(args, key, v) {
-        bool ok = false;
-        for (size_t i = 0; i < n; i++)
-            ok |= strcmp(key, keys[i]) == 0;
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
 /* Runs fn with the session's output captured; the result's text is stdout, then the card lines. */
 static json_t *captured(struct mcp_session *ms, const char *token, int (*fn)(struct cli_session *, const void *),
                         const void *arg, const char *lead)
@@ -200,9 +186,10 @@ static json_t *open_in(struct mcp_server *s, const char *lang, const char *floor
 
 json_t *mcp_open_session(struct mcp_server *s, json_t *args)
 {
-    static const char *const keys[] = {"language", "min_isolation", "owner"};
-    if (!only_keys(args, keys, 3))
-        return mcp_bad_arguments("unknown argument (expected language, min_isolation, owner)");
+    static const char *const keys[] = {"language", "min_isolation", "owner", NULL};
+    json_t *stray = mcp_only_arguments(args, keys);
+    if (stray)
+        return stray;
     json_t *l = json_object_get(args, "language"), *o = json_object_get(args, "owner");
     const char *lang = l ? json_string_value(l) : "javascript";
     if (!lang || (strcmp(lang, "javascript") && strcmp(lang, "python")))
@@ -259,9 +246,10 @@ static json_t *code_argument(json_t *args, const char **code)
 
 json_t *mcp_run_cell(struct mcp_server *s, json_t *args)
 {
-    static const char *const keys[] = {"session", "code", "timeout"};
-    if (!only_keys(args, keys, 3))
-        return mcp_bad_arguments("unknown argument (expected session, code, timeout)");
+    static const char *const keys[] = {"session", "code", "timeout", NULL};
+    json_t *stray = mcp_only_arguments(args, keys);
+    if (stray)
+        return stray;
     struct mcp_session *ms = find(s, json_object_get(args, "session"));
     if (!ms)
         return mcp_bad_arguments("session must name an open session of this server (s1, s2, ...)");
@@ -276,9 +264,10 @@ json_t *mcp_run_cell(struct mcp_server *s, json_t *args)
 
 json_t *mcp_close_session(struct mcp_server *s, json_t *args)
 {
-    static const char *const keys[] = {"session"};
-    if (!only_keys(args, keys, 1))
-        return mcp_bad_arguments("unknown argument (expected session)");
+    static const char *const keys[] = {"session", NULL};
+    json_t *stray = mcp_only_arguments(args, keys);
+    if (stray)
+        return stray;
     struct mcp_session *ms = find(s, json_object_get(args, "session"));
     if (!ms)
         return mcp_bad_arguments("session must name an open session of this server (s1, s2, ...)");
@@ -288,9 +277,10 @@ json_t *mcp_close_session(struct mcp_server *s, json_t *args)
 /* run_python: open, one cell, close; the three steps' card lines in one result. */
 json_t *mcp_run_python(struct mcp_server *s, json_t *args)
 {
-    static const char *const keys[] = {"code", "timeout", "min_isolation"};
-    if (!only_keys(args, keys, 3))
-        return mcp_bad_arguments("unknown argument (expected code, timeout, min_isolation)");
+    static const char *const keys[] = {"code", "timeout", "min_isolation", NULL};
+    json_t *stray = mcp_only_arguments(args, keys);
+    if (stray)
+        return stray;
     const char *code = NULL, *floor = "";
     int32_t timeout_ms = 0;
     json_t *bad = code_argument(args, &code);

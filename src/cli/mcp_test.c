@@ -144,9 +144,32 @@ static void test_session(void)
     }
 }
 
+/* Every tool refuses a key it does not take and names it (plain keys only) with the keys it takes. */
+static void test_stray_arguments(void)
+{
+    static const char *const known[] = {"code", "timeout", NULL};
+    json_t *args = json_loads("{\"code\":\"1\",\"timeout\":2}", 0, NULL);
+    CHECK(mcp_only_arguments(args, known) == NULL);
+    json_decref(args);
+    const char *cases[][2] = {
+        {"{\"code\":\"1\",\"timout\":2}", "unknown argument `timout` (expected code, timeout)"},
+        {"{\"a b\":1}", "unknown argument (expected code, timeout)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        args = json_loads(cases[i][0], 0, NULL);
+        json_t *res = mcp_only_arguments(args, known);
+        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+        CHECK(res && json_is_true(json_object_get(res, "isError")) && text && strstr(text, cases[i][1]) &&
+              strstr(text, "no code ran"));
+        json_decref(res);
+        json_decref(args);
+    }
+}
+
 int main(void)
 {
     test_reader();
     test_session();
+    test_stray_arguments();
     return unit_done();
 }
