@@ -74,21 +74,34 @@ static void run_request(const struct cli_conn *conn, const Plimsoll__V1__RunRequ
         call->rep.exit_status = cli_exit_status(&call->o, jr);
 }
 
-int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *grant, const char *floor,
-                       int32_t timeout_ms, struct cli_run_call *call)
+/* What every run call starts with: a fresh call and a request that states the protocol, the
+ * floor and the timeout. -1 for a floor that is not one (judged locally by every caller before
+ * this; nothing is sent). */
+static int run_begin(struct cli_run_call *call, const char *floor, int32_t timeout_ms, Plimsoll__V1__RunRequest *req,
+                     enum plm_tier *floor_tier)
 {
     memset(call, 0, sizeof *call);
     call->floor = floor ? floor : "";
-    enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
-    if (tier_parse_floor(call->floor, &floor_tier, NULL) < 0)
-        return -1; /* judged locally by every caller before this; nothing is sent */
+    *floor_tier = PLM_TIER_UNKNOWN;
+    if (tier_parse_floor(call->floor, floor_tier, NULL) < 0)
+        return -1;
+    *req = (Plimsoll__V1__RunRequest)PLIMSOLL__V1__RUN_REQUEST__INIT;
+    req->protocol = CLI_PROTOCOL;
+    req->minimum_isolation = (char *)call->floor;
+    req->timeout_ms = timeout_ms;
+    return 0;
+}
+
+int cli_run_javascript(const struct cli_conn *conn, const char *code, const char *grant, const char *floor,
+                       int32_t timeout_ms, struct cli_run_call *call)
+{
+    Plimsoll__V1__RunRequest req;
+    enum plm_tier floor_tier;
+    if (run_begin(call, floor, timeout_ms, &req, &floor_tier) < 0)
+        return -1;
     Plimsoll__V1__JavaScriptRun js = PLIMSOLL__V1__JAVA_SCRIPT_RUN__INIT;
     js.code = (char *)code;
     js.grant_profile = (char *)(grant ? grant : "");
-    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
-    req.protocol = CLI_PROTOCOL;
-    req.minimum_isolation = (char *)call->floor;
-    req.timeout_ms = timeout_ms;
     req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_JAVASCRIPT;
     req.javascript = &js;
     run_request(conn, &req, floor_tier, call);
@@ -98,15 +111,10 @@ int cli_run_javascript(const struct cli_conn *conn, const char *code, const char
 int cli_run_project(const struct cli_conn *conn, Plimsoll__V1__ProjectRun *project, const char *floor,
                     int32_t timeout_ms, struct cli_run_call *call)
 {
-    memset(call, 0, sizeof *call);
-    call->floor = floor ? floor : "";
-    enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
-    if (tier_parse_floor(call->floor, &floor_tier, NULL) < 0)
+    Plimsoll__V1__RunRequest req;
+    enum plm_tier floor_tier;
+    if (run_begin(call, floor, timeout_ms, &req, &floor_tier) < 0)
         return -1;
-    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
-    req.protocol = CLI_PROTOCOL;
-    req.minimum_isolation = (char *)call->floor;
-    req.timeout_ms = timeout_ms;
     req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_PROJECT;
     req.project = project;
     run_request(conn, &req, floor_tier, call);
@@ -116,15 +124,10 @@ int cli_run_project(const struct cli_conn *conn, Plimsoll__V1__ProjectRun *proje
 int cli_run_module(const struct cli_conn *conn, Plimsoll__V1__ModuleRun *module, const char *floor,
                    int32_t timeout_ms, struct cli_run_call *call)
 {
-    memset(call, 0, sizeof *call);
-    call->floor = floor ? floor : "";
-    enum plm_tier floor_tier = PLM_TIER_UNKNOWN;
-    if (tier_parse_floor(call->floor, &floor_tier, NULL) < 0)
+    Plimsoll__V1__RunRequest req;
+    enum plm_tier floor_tier;
+    if (run_begin(call, floor, timeout_ms, &req, &floor_tier) < 0)
         return -1;
-    Plimsoll__V1__RunRequest req = PLIMSOLL__V1__RUN_REQUEST__INIT;
-    req.protocol = CLI_PROTOCOL;
-    req.minimum_isolation = (char *)call->floor;
-    req.timeout_ms = timeout_ms;
     req.payload_case = PLIMSOLL__V1__RUN_REQUEST__PAYLOAD_MODULE;
     req.module = module;
     run_request(conn, &req, floor_tier, call);
