@@ -65,11 +65,7 @@ static struct brk_run *run_alloc(const struct brk_profile *p)
     if (!r)
         return NULL;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->idle, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&r->idle);
     atomic_init(&r->ended, false);
     atomic_init(&r->refs, 1u);
     r->call_timeout_ms = BRK_CALL_TIMEOUT_MS;

@@ -258,11 +258,7 @@ struct sreg_session *sreg_commit(struct sreg *r, struct sreg_reservation *res, v
         s->id[2 * i + 1] = hexd[raw[i] & 15];
     }
     rec_session_fingerprint(s->id, s->fp);
-    pthread_condattr_t ca; /* turn waits are measured on the monotonic clock */
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->turn_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&s->turn_cv);
     pthread_mutex_lock(&r->mu);
     /* the reservation's strings move into the entry */
     s->caller = res->caller;
@@ -337,14 +333,7 @@ int sreg_turn_take(struct sreg *r, struct sreg_session *s, uint64_t wait_ms, str
                           "another call is already waiting for this session's turn");
     }
     s->waiters++;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(wait_ms / 1000);
-    until.tv_nsec += (long)(wait_ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    struct timespec until = clock_mono_after(wait_ms);
     int rc = 0;
     while (s->busy && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&s->turn_cv, &r->mu, &until);

@@ -5,6 +5,8 @@
  * holds were charged in that day, so a refusal can never be dodged by running concurrently. */
 #include "spend.h"
 
+#include "clock.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +44,7 @@ struct spend {
 static int64_t real_clock(void *ctx)
 {
     (void)ctx;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_unix_ms();
 }
 
 struct spend *spend_new(uint64_t daemon_secs, spend_clock now, void *now_ctx)

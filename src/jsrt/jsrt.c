@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/clock.h"
 #include "../core/limits.h"
 #include "../core/runframe.h"
 #include "prelude.h"
@@ -51,13 +52,6 @@ struct jsrt {
     bool print_completion; /* sessions: print the cell's completion value, as a REPL does */
 };
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void out_append(struct jsrt_out *o, const void *p, size_t n)
 {
     size_t room = LIM_OUTPUT_MAX - o->len;
@@ -81,7 +75,7 @@ static int on_interrupt(JSRuntime *rt, void *opaque)
 {
     (void)rt;
     struct jsrt *r = opaque;
-    if (mono_ns() >= r->deadline_ns)
+    if (clock_mono_ns() >= r->deadline_ns)
         finish(r, JSRT_EXIT_TIMEOUT, true);
     return 0;
 }
@@ -147,7 +141,7 @@ static JSValue nat_exit(JSContext *ctx, JSValueConst this_val, int argc, JSValue
 static JSValue nat_elapsed(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
     (void)this_val, (void)argc, (void)argv;
-    return JS_NewFloat64(ctx, (double)(mono_ns() - self(ctx)->start_ns) / 1e6);
+    return JS_NewFloat64(ctx, (double)(clock_mono_ns() - self(ctx)->start_ns) / 1e6);
 }
 
 static JSValue nat_promise_state(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
@@ -208,7 +202,7 @@ static JSValue nat_host_send(JSContext *ctx, JSValueConst this_val, int argc, JS
     struct jsrt *r = self(ctx);
     if (!r->host)
         return JS_ThrowTypeError(ctx, "host api broker unavailable");
-    if (mono_ns() >= r->deadline_ns)
+    if (clock_mono_ns() >= r->deadline_ns)
         finish(r, JSRT_EXIT_TIMEOUT, true);
     if (argc < 2)
         return JS_ThrowTypeError(ctx, "__plimsoll_host_send(method, path[, body])");
@@ -242,7 +236,7 @@ static JSValue nat_host_send(JSContext *ctx, JSValueConst this_val, int argc, JS
         JS_FreeCString(ctx, b);
     /* The monitor says the run's time is up (or it is, by our own clock): end it here with the
      * output so far, as the interrupt handler would. */
-    if (rep.deadline || mono_ns() >= r->deadline_ns)
+    if (rep.deadline || clock_mono_ns() >= r->deadline_ns)
         finish(r, JSRT_EXIT_TIMEOUT, true);
 
     size_t n = qf_utf8_repair(rep.body, rep.body_len, NULL);
@@ -365,7 +359,7 @@ struct jsrt *jsrt_new(uint32_t memory_mb, size_t js_stack_bytes, jsrt_finish_fn 
     r->rt = JS_NewRuntime();
     if (!r->out.data || !r->err.data || !r->rt)
         return NULL; /* the zygote exits; nothing to release */
-    r->start_ns = mono_ns();
+    r->start_ns = clock_mono_ns();
     r->deadline_ns = INT64_MAX;
     JS_SetMemoryLimit(r->rt, (size_t)memory_mb * 1024 * 1024);
     JS_SetMaxStackSize(r->rt, js_stack_bytes);
@@ -432,7 +426,7 @@ int jsrt_adopt(struct jsrt *r, uint64_t seed)
     }
     if (r->n_rej || r->rej_overflow)
         rc = -1; /* not ours to leave for the snippet */
-    r->start_ns = mono_ns();
+    r->start_ns = clock_mono_ns();
     return rc;
 }
 
@@ -557,7 +551,7 @@ void jsrt_run(struct jsrt *r, const char *code, size_t len, uint32_t timeout_ms,
 {
     JSContext *ctx = r->ctx;
     r->timeout_ms = timeout_ms;
-    r->start_ns = mono_ns();
+    r->start_ns = clock_mono_ns();
     r->deadline_ns = r->start_ns + (int64_t)timeout_ms * 1000000;
     r->host = host;
     /* performance.timeOrigin is this run's start, not the zygote's (which built the prelude). */

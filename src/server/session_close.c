@@ -68,11 +68,7 @@ static struct close_job *job_start(struct sess_svc *svc, struct sreg_session *s)
         return NULL;
     *j = (struct close_job){.svc = svc, .s = s};
     pthread_mutex_init(&j->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&j->cv);
     sess_closer_begin(svc);
     if (pthread_create(&j->thread, NULL, closer_main, j) != 0) {
         sess_closer_done(svc);
@@ -103,7 +99,7 @@ static int wait_gone(struct close_job *j, const struct rpc_call *call, struct pl
                             "the session is still ending; close it again to collect its count");
         }
         uint64_t now = clock_mono_ms(), left = rpc_call_left_ms(call, now);
-        struct timespec until = sess_wait_until(now + (left < CLOSE_POLL_MS ? left : CLOSE_POLL_MS));
+        struct timespec until = clock_mono_at(now + (left < CLOSE_POLL_MS ? left : CLOSE_POLL_MS));
         pthread_cond_timedwait(&j->cv, &j->mu, &until);
     }
     pthread_mutex_unlock(&j->mu);

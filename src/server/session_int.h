@@ -30,13 +30,6 @@ struct sess_svc {
     unsigned closers; /* under mu: close threads still running (session_close.c); freed after */
 };
 
-/* A CLOCK_MONOTONIC reading in ms (core/clock.h) as the absolute time a condition variable set to
- * that clock waits until. */
-static inline struct timespec sess_wait_until(uint64_t mono_ms)
-{
-    return (struct timespec){.tv_sec = (time_t)(mono_ms / 1000), .tv_nsec = (long)(mono_ms % 1000) * 1000000};
-}
-
 /* Protocol number check shared by the three procedures (§2 step 1). */
 int sess_check_protocol(uint32_t p, struct plm_err *err);
 /* A Connect error with session details; internal errors are logged and replaced (wire.md §7.3). */

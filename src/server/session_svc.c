@@ -240,7 +240,7 @@ static void *timer_main(void *arg)
     struct sess_svc *svc = arg;
     pthread_mutex_lock(&svc->mu);
     while (!svc->stop) {
-        struct timespec until = sess_wait_until(clock_mono_ms() + 200); /* timers are checked five times a second */
+        struct timespec until = clock_mono_after(200); /* timers are checked five times a second */
         pthread_cond_timedwait(&svc->cv, &svc->mu, &until);
         if (svc->stop)
             break;
@@ -271,11 +271,7 @@ struct sess_svc *sess_svc_new(const struct plm_session_config *cfg, struct plm_p
     svc->reg = sreg_new(&(struct sreg_cfg){.max_sessions = cfg->max_sessions, .per_caller = cfg->per_caller,
                                            .per_owner = cfg->per_owner});
     pthread_mutex_init(&svc->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&svc->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&svc->cv);
     if (!svc->reg || pthread_create(&svc->thread, NULL, timer_main, svc) != 0) {
         plm_fail(err, ENOMEM, PLM_E_INTERNAL, "cannot start the session timer");
         sess_svc_free(svc);

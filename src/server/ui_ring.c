@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "../card/card.h"
+#include "../core/clock.h"
 #include "../wire/json_codec.h"
 
 struct ui_ring {
@@ -57,9 +58,7 @@ void ui_ring_note(struct ui_ring *r, const char *request_id, const char *caller,
     struct ui_run_card *c = calloc(1, sizeof *c);
     if (!c)
         return; /* the page misses one card; the run itself is unaffected */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    c->unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    c->unix_ms = clock_unix_ms();
     copy(c->request_id, sizeof c->request_id, request_id);
     copy(c->caller, sizeof c->caller, caller);
     copy(c->floor, sizeof c->floor, sent->minimum_isolation);

@@ -317,16 +317,12 @@ static struct dock_state *state_new(void)
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->pf_run, NULL);
     pthread_mutex_init(&s->pool_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_cond_init(&s->reap_cv, &ca);
-    pthread_cond_init(&s->pool_cv, &ca);
-    pthread_cond_init(&s->fill_cv, &ca);
+    clock_cond_init(&s->cv);
+    clock_cond_init(&s->reap_cv);
+    clock_cond_init(&s->pool_cv);
+    clock_cond_init(&s->fill_cv);
     pthread_mutex_init(&s->spool_mu, NULL);
-    pthread_cond_init(&s->spool_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&s->spool_cv);
     return s;
 }
 DEFINE_CLEANUP(struct dock_state, state_free)

@@ -372,9 +372,7 @@ static void *pool_main(void *arg)
     pthread_mutex_lock(&s->spool_mu);
     while (!s->spool_stop) {
         if (s->n_spool >= s->spool_target || !atomic_load(&s->ready) || atomic_load(&s->repointed)) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += 1;
+            struct timespec ts = clock_mono_after(1000);
             pthread_cond_timedwait(&s->spool_cv, &s->spool_mu, &ts);
             continue;
         }

@@ -44,9 +44,7 @@ static void *reaper_main(void *arg)
         if (r < 0 && !stopping && s->n_pending < s->cap_pending) {
             /* dockerd away: keep it, and do not spin while it stays away */
             memcpy(s->pending[s->n_pending++], id, sizeof id);
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += 1;
+            struct timespec ts = clock_mono_after(1000);
             pthread_cond_timedwait(&s->cv, &s->mu, &ts);
         }
     }
@@ -106,9 +104,7 @@ static void *bg_main(void *arg)
         pthread_mutex_lock(&s->mu);
         if (s->stop)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += TICK_MS / 1000;
+        struct timespec ts = clock_mono_after(TICK_MS);
         pthread_cond_timedwait(&s->cv, &s->mu, &ts);
     }
     pthread_mutex_unlock(&s->mu);
@@ -130,9 +126,7 @@ static void *filler_main(void *arg)
         pthread_mutex_lock(&s->mu);
         if (s->stop || s->fill_kick)
             continue; /* a kick while we were filling is not lost */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += TICK_MS / 1000;
+        struct timespec ts = clock_mono_after(TICK_MS);
         pthread_cond_timedwait(&s->fill_cv, &s->mu, &ts);
     }
     pthread_mutex_unlock(&s->mu);

@@ -281,11 +281,7 @@ struct plm_provider *e2b_provider_new(const struct e2b_config *cfg, struct plm_e
     curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread of ours exists */
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->rmu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->rcv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&s->rcv);
     share_init(s);
     if (configure(s, cfg, err) < 0) {
         plm_err_wrap(err, "e2b provider");

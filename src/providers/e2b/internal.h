@@ -219,13 +219,5 @@ int e2b_ops_session_close(struct plm_provider *p, struct plm_session *ss, struct
 /* ---- util.c ---------------------------------------------------------------------------------- */
 /* The core monotonic clock (core/clock.h), signed for the deadline arithmetic of this folder. */
 static inline int64_t e2b_mono_ms(void) { return (int64_t)clock_mono_ms(); }
-/* A monotonic instant (ms, never before now) as the absolute time of a wait on a condition
- * variable whose clock is CLOCK_MONOTONIC. */
-static inline struct timespec e2b_mono_at(int64_t at_ms)
-{
-    int64_t now = e2b_mono_ms();
-    at_ms = at_ms > now ? at_ms : now;
-    return (struct timespec){.tv_sec = at_ms / 1000, .tv_nsec = (long)(at_ms % 1000) * 1000000};
-}
 void e2b_log(const char *level, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int e2b_random_hex(char *out, size_t nbytes); /* out gets 2*nbytes hex + NUL */

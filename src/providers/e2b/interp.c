@@ -128,11 +128,6 @@ static void *reader(void *arg)
     return NULL;
 }
 
-static void deadline_ts(int64_t deadline_ms, struct timespec *ts)
-{
-    *ts = e2b_mono_at(deadline_ms);
-}
-
 /* Under mu: waits until both markers, the stream's end, a bad marker or the budget. */
 static bool settled(struct e2b_interp *it)
 {
@@ -142,8 +137,7 @@ static bool settled(struct e2b_interp *it)
 
 static void wait_settled(struct e2b_interp *it, int64_t deadline_ms)
 {
-    struct timespec ts;
-    deadline_ts(deadline_ms, &ts);
+    struct timespec ts = clock_mono_at(deadline_ms > 0 ? (uint64_t)deadline_ms : 0);
     while (!settled(it) && e2b_mono_ms() < deadline_ms)
         if (pthread_cond_timedwait(&it->cv, &it->mu, &ts) == ETIMEDOUT)
             break;
@@ -177,8 +171,7 @@ static void kill_and_wait(struct e2b_interp *it)
     if (pid > 0 && e2b_send_signal(it->s, &it->sb, pid, true, 5000L, &err) < 0)
         e2b_log("warning", "e2b_interp_kill_failed", "\"sandbox\":\"%s\",\"pid\":%lld", it->sb.id, (long long)pid);
     pthread_mutex_lock(&it->mu);
-    struct timespec ts;
-    deadline_ts(e2b_mono_ms() + 3000, &ts);
+    struct timespec ts = clock_mono_after(3000);
     while (!it->over)
         if (pthread_cond_timedwait(&it->cv, &it->mu, &ts) == ETIMEDOUT)
             break;
@@ -201,11 +194,7 @@ int e2b_interp_start(struct e2b_state *s, const struct e2b_sandbox *sb, const ch
     it->pid = -1;
     it->stream_ms = stream_ms;
     pthread_mutex_init(&it->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&it->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&it->cv);
     char nonce[E2B_CELL_NONCE_HEX + 1];
     if (arm(it, nonce) < 0) {
         e2b_interp_free(it, false);

@@ -45,7 +45,7 @@ static void *reconciler(void *arg)
             due = s->reconcile_at_ms;
         int64_t now = e2b_mono_ms();
         if (now < due) {
-            struct timespec ts = e2b_mono_at(due);
+            struct timespec ts = clock_mono_at((uint64_t)due); /* due > now >= 0 */
             pthread_cond_timedwait(&s->rcv, &s->rmu, &ts);
             continue;
         }

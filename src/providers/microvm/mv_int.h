@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../../core/clock.h"
 #include "../../core/evidence.h"
 #include "../../core/provider.h"
 #include "../../guestio/vmchan.h"
@@ -87,7 +88,6 @@ int mv_vm_send(struct mv_vm *vm, uint16_t type, uint64_t seq, const void *a, siz
  * violation, EOF (QEMU gone) or the deadline (err->errnum == ETIMEDOUT). The frame's pointers
  * stay valid until the next call. */
 int mv_vm_read(struct mv_vm *vm, int64_t deadline_ns, struct mvc_frame *f, struct plm_err *err);
-int64_t mv_now_ns(void);
 
 /* qmp.c: one QMP monitor connection (fd ours); events are skipped. */
 #define MV_QMP_LINE_MAX 4096

@@ -34,7 +34,7 @@ static int mv_qmp_answer(struct mv_qmp *q, char *out, size_t out_len, struct plm
         }
         if (q->len == sizeof q->buf)
             return plm_fail(err, EPROTO, PLM_E_INTERNAL, "microvm: QMP line too long");
-        int64_t left = (q->deadline_ns - mv_now_ns()) / 1000000;
+        int64_t left = (q->deadline_ns - clock_mono_ns()) / 1000000;
         if (left <= 0)
             return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL, "microvm: QMP timed out");
         struct pollfd p = {.fd = q->fd, .events = POLLIN};

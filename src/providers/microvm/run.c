@@ -27,7 +27,7 @@ static int answer_host_call(struct mv_vm *vm, uint64_t run_seq, const struct qf_
                             int64_t deadline_ns, struct plm_err *err)
 {
     uint8_t fixed[QF_HOST_REPLY_FIXED];
-    if (mv_now_ns() >= deadline_ns) {
+    if (clock_mono_ns() >= deadline_ns) {
         qf_host_reply_encode_fixed(fixed, hc->call_no, 0, QF_HR_DEADLINE, 0);
         return mv_vm_send(vm, MVC_HOST_REPLY, run_seq, fixed, sizeof fixed, NULL, 0, NULL, 0, err);
     }
@@ -55,7 +55,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
 {
     (void)s;
     memset(out, 0, sizeof *out);
-    int64_t t0 = mv_now_ns();
+    int64_t t0 = clock_mono_ns();
     int64_t run_deadline = t0 + (int64_t)timeout_ms * 1000000;
     int64_t hard_deadline = run_deadline + (int64_t)MV_GRACE_MS * 1000000;
     const char *client = api ? api->client_js : NULL;
@@ -76,7 +76,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
                 plm_err_clear(err);
                 out->timed_out = true;
                 out->exit_code = 124;
-                *ms = (mv_now_ns() - t0) / 1000000;
+                *ms = (clock_mono_ns() - t0) / 1000000;
                 return 0;
             }
             return -1;
@@ -95,7 +95,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
             out->timed_out = res->flags & QF_RES_TIMED_OUT;
             out->out_truncated = res->flags & QF_RES_OUT_TRUNC;
             out->err_truncated = res->flags & QF_RES_ERR_TRUNC;
-            *ms = (mv_now_ns() - t0) / 1000000;
+            *ms = (clock_mono_ns() - t0) / 1000000;
             return 0;
         }
         case MVC_HOST_CALL:
@@ -111,7 +111,7 @@ int mv_run_snippet(struct mv_state *s, struct mv_vm *vm, const char *code, size_
              * ended, as a process killed by a signal does (exit 128 + signal, no output kept). */
             if (WIFSIGNALED(f.u.died_status)) {
                 out->exit_code = 128 + WTERMSIG(f.u.died_status);
-                *ms = (mv_now_ns() - t0) / 1000000;
+                *ms = (clock_mono_ns() - t0) / 1000000;
                 return 0;
             }
             return plm_fail(err, 0, PLM_E_UNAVAILABLE,
@@ -237,7 +237,7 @@ int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_reques
 {
     (void)s;
     memset(pr, 0, sizeof *pr);
-    int64_t t0 = mv_now_ns();
+    int64_t t0 = clock_mono_ns();
     /* The outer budget is the project's timeout plus 5 s of grace (providers.md §3.5). */
     int64_t hard_deadline = t0 + ((int64_t)timeout_ms + 5000) * 1000000;
     size_t len = 0;
@@ -251,7 +251,7 @@ int mv_run_project(struct mv_state *s, struct mv_vm *vm, const struct plm_reques
     uint64_t run_seq = vm->seq;
     struct mvc_frame f;
     r = mv_vm_read(vm, hard_deadline, &f, err);
-    *ms = (mv_now_ns() - t0) / 1000000;
+    *ms = (clock_mono_ns() - t0) / 1000000;
     if (r < 0 && err->errnum == ETIMEDOUT) {
         plm_err_clear(err);
         return set_outcome(pr, PLM_OUTCOME_TIMED_OUT, "run exceeded the time budget") < 0

@@ -105,7 +105,7 @@ static int lost(struct plm_session *h, enum plm_session_end *ended, struct plm_e
 static int qmp(struct plm_session *h, const char *cmd, char *ans, size_t len, struct plm_err *err)
 {
     h->qmp.fd = h->vm.qmp;
-    h->qmp.deadline_ns = mv_now_ns() + (int64_t)MV_QMP_TIMEOUT_MS * 1000000;
+    h->qmp.deadline_ns = clock_mono_ns() + (int64_t)MV_QMP_TIMEOUT_MS * 1000000;
     if (!h->qmp_ready) {
         if (mv_qmp_cmd(&h->qmp, "{\"execute\":\"qmp_capabilities\"}", -1, ans, len, err) < 0)
             return -1;
@@ -190,7 +190,7 @@ int mv_session_open(struct plm_provider *p, const struct plm_session_spec *spec,
     f16_put_u32(pl + 4, lang_bits(spec, python_ok(s)));
     struct mvc_frame f;
     if (mv_vm_send(&h->vm, MVC_SESSION, 0, pl, sizeof pl, NULL, 0, NULL, 0, err) < 0 ||
-        mv_vm_read(&h->vm, mv_now_ns() + (int64_t)MV_SEED_TIMEOUT_MS * 1000000, &f, err) < 0 ||
+        mv_vm_read(&h->vm, clock_mono_ns() + (int64_t)MV_SEED_TIMEOUT_MS * 1000000, &f, err) < 0 ||
         f.hdr.type != MVC_SESSION_READY || f.hdr.seq != h->vm.seq) {
         if (err->errnum == 0)
             plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "microvm: the session VM answered type %u",
@@ -313,7 +313,7 @@ static int put_files(struct plm_session *h, const struct plm_request *req, enum 
                           (unsigned)LIM_FILES_TOTAL_MAX);
     struct mvc_frame f;
     if (mv_vm_send(&h->vm, MVC_FILES, 0, b, len, NULL, 0, NULL, 0, err) < 0 ||
-        read_status(h, mv_now_ns() + (int64_t)MV_FILES_MS * 1000000, &f, err) < 0)
+        read_status(h, clock_mono_ns() + (int64_t)MV_FILES_MS * 1000000, &f, err) < 0)
         return lost(h, ended, err);
     if (disk_exceeded(h, &f, ended))
         return refuse_dead(h, ended, err);
@@ -336,7 +336,7 @@ static int put_files(struct plm_session *h, const struct plm_request *req, enum 
 static int after_call(struct plm_session *h, struct plm_result *out, enum plm_session_end *ended, struct plm_err *err)
 {
     struct mvc_frame f;
-    int r = read_status(h, mv_now_ns() + (int64_t)MV_STATUS_MS * 1000000, &f, err);
+    int r = read_status(h, clock_mono_ns() + (int64_t)MV_STATUS_MS * 1000000, &f, err);
     if (r == 0 && f.u.status.file != 0)
         r = plm_fail(err, EPROTO, PLM_E_UNAVAILABLE, "the guest reported a file after a call");
     if (r < 0) {
@@ -375,7 +375,7 @@ int mv_session_run_cell(struct plm_provider *p, struct plm_session *h, const str
     uint8_t fixed[MVC_CELL_FIXED];
     f16_put_u32(fixed, timeout);
     f16_put_u32(fixed + 4, py ? MVC_LANG_PY : MVC_LANG_JS);
-    int64_t t0 = mv_now_ns();
+    int64_t t0 = clock_mono_ns();
     int64_t bound = (int64_t)timeout + MV_SESSION_GRACE_MS + (py && !*live ? MV_SESSION_PY_START_MS : 0);
     struct mvc_frame f;
     if (mv_vm_send(&h->vm, MVC_CELL, 0, fixed, sizeof fixed, req->cell.code, len, NULL, 0, err) < 0 ||
@@ -400,7 +400,7 @@ int mv_session_run_cell(struct plm_provider *p, struct plm_session *h, const str
         *ended = PLM_END_BOUNDARY_FAILED;
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the cell");
     }
-    int64_t ms = (mv_now_ns() - t0) / 1000000;
+    int64_t ms = (clock_mono_ns() - t0) / 1000000;
     if (after_call(h, out, ended, err) < 0)
         return -1;
     return stamp(p, out, ms, err);

@@ -175,7 +175,7 @@ static int probe_text(struct mv_vm *vm, char text[MVC_PROBE_RESULT_MAX + 1], str
     struct mvc_frame f;
     int r = mv_vm_send(vm, MVC_PROBE, 0, NULL, 0, NULL, 0, NULL, 0, err);
     if (r == 0)
-        r = mv_vm_read(vm, mv_now_ns() + 60 * 1000000000LL, &f, err);
+        r = mv_vm_read(vm, clock_mono_ns() + 60 * 1000000000LL, &f, err);
     if (r == 0 && f.hdr.type != MVC_PROBE_RESULT)
         r = plm_fail(err, EPROTO, PLM_E_INTERNAL, "microvm: probe: unexpected frame %u", f.hdr.type);
     if (r == 0) {

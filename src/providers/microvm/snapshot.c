@@ -33,7 +33,7 @@ int mv_snapshot_save(struct mv_state *s, struct plm_err *err)
     }
     memcpy(s->guest_ready, vm.ready, sizeof s->guest_ready);
     s->boot_ms = vm.boot_ms;
-    int64_t t0 = mv_now_ns();
+    int64_t t0 = clock_mono_ns();
     struct mv_qmp q = {.fd = vm.qmp, .deadline_ns = t0 + (int64_t)MV_SAVE_TIMEOUT_MS * 1000000};
     char ans[MV_QMP_LINE_MAX];
     /* The greeting is a line without "return": qmp_answer skips it. */
@@ -63,7 +63,7 @@ int mv_snapshot_save(struct mv_state *s, struct plm_err *err)
         close(mfd);
         return plm_fail(err, e, PLM_E_INTERNAL, "microvm: seal template: %s", strerror(e));
     }
-    s->save_ms = (mv_now_ns() - t0) / 1000000;
+    s->save_ms = (clock_mono_ns() - t0) / 1000000;
     if (s->template_fd >= 0)
         close(s->template_fd);
     s->template_fd = mfd;

@@ -24,13 +24,6 @@
 #include "../../guestio/guestio.h"
 #include "mv_int.h"
 
-int64_t mv_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void mv_vm_kill(struct mv_vm *vm)
 {
     if (vm->pid > 0) {
@@ -305,7 +298,7 @@ int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_ti
     struct argv_buf a;
     build_argv(s, how, kvm, &a);
     int fds[4] = {err_w, ch_guest, aux_guest, qmp_guest};
-    int64_t t0 = mv_now_ns();
+    int64_t t0 = clock_mono_ns();
     vm->spawned_ns = t0;
     vm->pid = mv_jail_spawn(&s->jail, a.argv, fds, qmp_guest >= 0 ? 4 : aux_guest >= 0 ? 3 : 2, how == MV_BOOT_TEMPLATE ? 1024 : 0, err);
     if (vm->pid < 0) {
@@ -328,14 +321,14 @@ int mv_vm_start(struct mv_state *s, enum mv_boot how, bool kvm, uint32_t boot_ti
     }
     memcpy(vm->ready, f.u.text.p, f.u.text.len);
     vm->ready[f.u.text.len] = 0;
-    vm->boot_ms = (mv_now_ns() - t0) / 1000000;
+    vm->boot_ms = (clock_mono_ns() - t0) / 1000000;
     return 0;
 }
 
 int mv_vm_seed(struct mv_vm *vm, uint32_t timeout_ms, struct plm_err *err)
 {
     uint8_t seed[MVC_SEED_LEN];
-    int64_t t0 = mv_now_ns();
+    int64_t t0 = clock_mono_ns();
     if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed)
         return plm_fail(err, errno, PLM_E_INTERNAL, "microvm: getrandom: %s", strerror(errno));
     if (mv_vm_send(vm, MVC_SEED, 0, seed, sizeof seed, NULL, 0, NULL, 0, err) < 0)
@@ -347,6 +340,6 @@ int mv_vm_seed(struct mv_vm *vm, uint32_t timeout_ms, struct plm_err *err)
         return plm_fail(err, EPROTO, PLM_E_INTERNAL, "microvm: seed: unexpected frame type %u",
                            f.hdr.type);
     if (!vm->boot_ms) /* a restore: spawn to SEEDED */
-        vm->boot_ms = (mv_now_ns() - vm->spawned_ns) / 1000000;
+        vm->boot_ms = (clock_mono_ns() - vm->spawned_ns) / 1000000;
     return 0;
 }

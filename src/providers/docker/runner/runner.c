@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../../core/clock.h"
 #include "sha256.h"
 #include "wire.h"
 
@@ -80,11 +81,10 @@ static int buf_field(struct buf *b, const void *p, size_t n)
     return buf_u32(b, (uint32_t)n) < 0 ? -1 : buf_put(b, p, n);
 }
 
+/* Signed, for this file's deadline arithmetic; the reading is core/clock.h's. */
 static int64_t mono_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)clock_mono_ms();
 }
 
 static int write_all(int fd, const void *p, size_t n)
