@@ -107,6 +107,7 @@ static int f_cell(struct plm_provider *p, struct plm_session *s, const struct pl
     o->data = (uint8_t *)strdup(buf);
     o->len = (size_t)n;
     out->kind = req->kind;
+    out->tier = f->tier; /* what it measured for this call; the daemon stamps the rest */
     if (f->mode == 3)
         *ended = PLM_END_MAIN_PROCESS_ENDED;
     return 0;
