@@ -75,15 +75,29 @@ int main(void)
     CHECK(plm_arena_used(a) <= 100000);
     plm_arena_free(a);
 
-    struct plm_result r = {0};
-    CHECK(plm_result_stamp(&r, "quickjs", PLM_TIER_PROCESS, "quickjs:sha256:ab", NULL) == 0);
+    struct plm_result r = {.tier = PLM_TIER_PROCESS};
+    CHECK(plm_result_stamp(&r, "quickjs", "quickjs:sha256:ab", NULL) == 0);
     CHECK_STR(r.sandbox, "quickjs");
     CHECK_STR(r.isolation, tier_name(PLM_TIER_PROCESS));
     CHECK_STR(r.environment, "quickjs:sha256:ab");
-    CHECK(r.software_identity == NULL);
+    CHECK_STR(r.software_identity, ""); /* NULL is stated as the empty identity */
     plm_result_done(&r);
-    CHECK(plm_result_stamp(&r, "e2b", PLM_TIER_VM, "e2b-template:t", "") == 0 && r.software_identity &&
+    r = (struct plm_result){.tier = PLM_TIER_VM};
+    CHECK(plm_result_stamp(&r, "e2b", "e2b-template:t", "") == 0 && r.software_identity &&
           !r.software_identity[0] && strcmp(r.isolation, "vm") == 0);
+    /* a second stamp replaces every field (nothing leaks, nothing of the first stays) */
+    r.tier = PLM_TIER_CONTAINER;
+    CHECK(plm_result_stamp(&r, "docker", "docker-image:sha256:cd", "sw-2") == 0);
+    CHECK_STR(r.sandbox, "docker");
+    CHECK_STR(r.isolation, "container");
+    CHECK_STR(r.environment, "docker-image:sha256:cd");
+    CHECK_STR(r.software_identity, "sw-2");
+    plm_result_done(&r);
+    /* a provider that states no tier fails closed: the answer says unknown, which meets no floor */
+    r = (struct plm_result){0};
+    CHECK(plm_result_stamp(&r, "quickjs", "quickjs:sha256:ab", NULL) == 0);
+    CHECK_STR(r.isolation, "unknown");
+    CHECK(!tier_meets(tier_parse(r.isolation), PLM_TIER_PROCESS));
     plm_result_done(&r);
     return unit_done();
 }

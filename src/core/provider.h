@@ -105,7 +105,10 @@ struct plm_provider_ops {
     int (*preflight)(struct plm_provider *p, struct plm_err *err);
     /* Starts real throwaway sandboxes with negative probes; startup only. A failure stops startup. */
     int (*smoke_test)(struct plm_provider *p, struct plm_err *err);
-    /* Fills out->kind = PLM_KIND_JAVASCRIPT and out->js; sandbox/isolation/environment too. */
+    /* Fills out->kind = PLM_KIND_JAVASCRIPT, out->js and out->tier (the tier it measured for this
+     * run; unset = unknown, which meets no floor). Every run and session op states only that: the
+     * daemon stamps sandbox, isolation, environment and software identity once (plm_result_stamp),
+     * from this run's Describe or the session's open. */
     int (*run_javascript)(struct plm_provider *p, const struct plm_run_ctx *ctx,
                           const struct plm_request *req, struct plm_result *out, struct plm_err *err);
     /* NULL when projects are unsupported. */

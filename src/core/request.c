@@ -25,17 +25,20 @@ void plm_bytes_done(struct plm_bytes *b)
     b->len = 0;
 }
 
-int plm_result_stamp(struct plm_result *r, const char *sandbox, enum plm_tier tier, const char *environment,
-                     const char *software_identity)
+static int replace(char **field, const char *value)
 {
-    r->sandbox = strdup(sandbox);
-    r->isolation = strdup(tier_name(tier));
-    r->environment = strdup(environment);
-    if (software_identity)
-        r->software_identity = strdup(software_identity);
-    if (!r->sandbox || !r->isolation || !r->environment || (software_identity && !r->software_identity))
-        return -1;
-    return 0;
+    free(*field);
+    *field = strdup(value ? value : "");
+    return *field ? 0 : -1;
+}
+
+int plm_result_stamp(struct plm_result *r, const char *sandbox, const char *environment, const char *software_identity)
+{
+    int rc = replace(&r->sandbox, sandbox);
+    rc |= replace(&r->isolation, tier_name(r->tier));
+    rc |= replace(&r->environment, environment);
+    rc |= replace(&r->software_identity, software_identity);
+    return rc;
 }
 
 void plm_result_done(struct plm_result *r)

@@ -131,6 +131,10 @@ struct plm_cell_result {
 
 struct plm_result {
     enum plm_kind kind; /* PLM_KIND_NONE: no result */
+    /* The one thing a provider states about where it ran: the tier it measured for this run.
+     * Left unset it is PLM_TIER_UNKNOWN (0), which meets no floor: a provider that forgets fails
+     * closed. The four strings below are the server's (plm_result_stamp), never a provider's. */
+    enum plm_tier tier;
     char *sandbox;
     char *isolation;
     char *environment;
@@ -146,11 +150,11 @@ struct plm_result {
 void plm_result_done(struct plm_result *r);
 void plm_bytes_done(struct plm_bytes *b);
 
-/* States on r which sandbox ran it, at which tier, in which environment (and, when not NULL, the
- * software identity): the fields every provider fills the same way. -1: out of memory (r keeps what
- * was set; plm_result_done frees it). */
-int plm_result_stamp(struct plm_result *r, const char *sandbox, enum plm_tier tier, const char *environment,
-                     const char *software_identity);
+/* The server's one stamp on an answer: which sandbox ran it, at r->tier (what the provider measured
+ * for this run), in which environment and software identity (what Describe, or the session's open,
+ * states; NULL software_identity = ""). Replaces whatever r held in these fields. -1: out of memory
+ * (r keeps what was set; plm_result_done frees it). */
+int plm_result_stamp(struct plm_result *r, const char *sandbox, const char *environment, const char *software_identity);
 
 /* trace_id is kept only when it is [A-Za-z0-9._:-]{1,64}; otherwise it is silently dropped. */
 bool plm_trace_id_ok(const char *s);

@@ -245,21 +245,14 @@ static int run_dispatch(struct run *r, struct plm_err *err)
 
 /* ---- stage 5: answer (§11.2 step 19, §13.7) ----------------------------------------------- */
 
-/* Fills the evidence fields the provider left empty from what Describe states. */
-static int complete_result(struct plm_result *res, const struct plm_describe *d, enum plm_kind kind)
+/* The one stamp on a run's answer: the sandbox, environment and software identity this run's
+ * Describe states for its kind (the same Describe the floor, the software rule and the timeout
+ * were checked against), and the isolation the provider measured for the run (res->tier, never
+ * Describe's: a tier that fell during the run shows on the answer, and an unset one is unknown). */
+static int run_stamp(struct plm_result *res, const struct plm_describe *d, enum plm_kind kind)
 {
     const struct plm_payload_env *e = payload_env(d, kind);
-    if (!res->sandbox)
-        res->sandbox = strdup(d->sandbox);
-    if (!res->isolation)
-        res->isolation = strdup(tier_name(d->tier));
-    if (!res->environment || !*res->environment) {
-        free(res->environment);
-        res->environment = strdup(e->identity);
-    }
-    if (!res->software_identity)
-        res->software_identity = strdup("");
-    return res->sandbox && res->isolation && res->environment && res->software_identity ? 0 : -1;
+    return plm_result_stamp(res, d->sandbox, e->identity, e->software_identity);
 }
 
 static void stamp(const struct run *r, char *rule_id, struct plm_record *rec)
@@ -286,7 +279,7 @@ static int run_answer(struct run *r, struct rpc_answer *ans, struct plm_err *err
     r->res.kind = r->req->kind;
     cleanup_free char *rule_id =
         rec_rule_id(r->req->software_mode, r->req->software_identities, r->req->n_software_identities);
-    if (!rule_id || complete_result(&r->res, &r->d, r->req->kind) < 0)
+    if (!rule_id || run_stamp(&r->res, &r->d, r->req->kind) < 0)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory completing a result");
     struct plm_record rec;
     stamp(r, rule_id, &rec);

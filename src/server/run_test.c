@@ -12,6 +12,7 @@
 
 struct fake {
     enum plm_tier tier;
+    enum plm_tier run_tier; /* what a run measures; PLM_TIER_UNKNOWN = a provider that forgot */
     int calls;
     enum plm_tier seen_floor;
     int mode; /* 0 succeed, 1 refuse (isolation), 2 internal fault after launch */
@@ -44,6 +45,7 @@ static int fake_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, co
         return plm_fail(err, 0, PLM_E_INTERNAL, "fake: worker vanished");
     out->kind = PLM_KIND_JAVASCRIPT;
     out->js.exit_code = 0;
+    out->tier = f->run_tier; /* what it measured for this run; the daemon stamps the rest */
     return 0;
 }
 
@@ -55,7 +57,14 @@ struct answer {
     char code[64];
     char msg[512];
     char detail[8]; /* the NotDispatched value, "" when none */
+    char sandbox[16], isolation[16], environment[32], software[32]; /* the stamp on an ok answer */
 };
+
+static void take(char *dst, size_t cap, json_t *root, const char *key)
+{
+    const char *v = json_string_value(json_object_get(root, key));
+    snprintf(dst, cap, "%s", v ? v : "");
+}
 
 static struct answer call(const struct rpc_env *env, const char *caller, const char *json)
 {
@@ -74,6 +83,10 @@ static struct answer call(const struct rpc_env *env, const char *caller, const c
             snprintf(out.detail, sizeof out.detail, "%s", json_string_value(json_object_get(d, "value")));
     } else if (a.status == 200) {
         snprintf(out.code, sizeof out.code, "ok");
+        take(out.sandbox, sizeof out.sandbox, root, "sandbox");
+        take(out.isolation, sizeof out.isolation, root, "isolation");
+        take(out.environment, sizeof out.environment, root, "environment");
+        take(out.software, sizeof out.software, root, "softwareIdentity");
     }
     json_decref(root);
     free(a.body);
@@ -90,7 +103,7 @@ static bool gone_always(void *cls)
 
 int main(void)
 {
-    struct fake f = {.tier = PLM_TIER_PROCESS};
+    struct fake f = {.tier = PLM_TIER_PROCESS, .run_tier = PLM_TIER_PROCESS};
     struct plm_provider prov = {.ops = &fake_ops, .state = &f};
     struct adm *adm = adm_new(&(struct adm_config){.max_concurrent = 1, .per_key_concurrent = 1,
                                                    .rate_per_min = 1, .rate_burst = 1});
@@ -159,6 +172,25 @@ int main(void)
     CHECK_STR(a.detail, "");
     CHECK(atomic_load(&counters.refused) == 10);
     CHECK(atomic_load(&counters.failed) == 1 && atomic_load(&counters.dispatched) == 2);
+
+    /* The one stamp (run.c): sandbox, environment and software identity from Describe, the
+     * isolation the provider measured for the run, never Describe's tier. */
+    f.mode = 0;
+    a = call(&env, "dave", JS(""));
+    CHECK_STR(a.code, "ok");
+    CHECK_STR(a.sandbox, "fake");
+    CHECK_STR(a.isolation, "process");
+    CHECK_STR(a.environment, "fake-js");
+    CHECK_STR(a.software, "sw-1");
+    f.run_tier = PLM_TIER_NONE; /* the tier fell during the run: the answer says so */
+    a = call(&env, "erin", JS(""));
+    CHECK_STR(a.code, "ok");
+    CHECK_STR(a.isolation, "none");
+    f.run_tier = PLM_TIER_UNKNOWN; /* a provider that states no tier fails closed */
+    a = call(&env, "frank", JS(""));
+    CHECK_STR(a.code, "ok");
+    CHECK_STR(a.isolation, "unknown");
+    CHECK_STR(a.environment, "fake-js");
 
     /* The constructors themselves: an internal kind never carries a refusal. */
     struct plm_err e;

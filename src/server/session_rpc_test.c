@@ -27,7 +27,7 @@ struct fake {
     uint32_t last_timeout;
     enum plm_tier tier;
     int mode; /* 0 ok, 1 unmarked failure, 2 marked refusal, 3 end MAIN_PROCESS_ENDED, 4 open fails,
-                 5 the caller goes away while the sandbox opens */
+                 5 the caller goes away while the sandbox opens, 6 a call that states no tier */
     unsigned close_delay_ms; /* a sandbox slow to go */
     const char *opened_identity;
 };
@@ -107,6 +107,7 @@ static int f_cell(struct plm_provider *p, struct plm_session *s, const struct pl
     o->data = (uint8_t *)strdup(buf);
     o->len = (size_t)n;
     out->kind = req->kind;
+    out->tier = f->mode == 6 ? PLM_TIER_UNKNOWN : f->tier; /* measured; the daemon stamps the rest */
     if (f->mode == 3)
         *ended = PLM_END_MAIN_PROCESS_ENDED;
     return 0;
@@ -459,9 +460,19 @@ int main(void)
                  "{\"protocol\":3,\"timeoutMs\":86400000,\"sessionId\":\"%s\"" RULE
                  ",\"cell\":{\"language\":\"javascript\",\"code\":\"%s\"}}",
                  alice_id, codes[i]);
+        F.mode = i == 2 ? 6 : 0;
         a = call(P_RUN, "alice", req);
+        F.mode = 0;
         CHECK_STR(a.code, "ok");
+        /* the one stamp (sess_stamp): what the session opened with, and the tier the provider
+         * measured for the call (a call that states none is unknown, never the open's tier) */
+        const char *want_tier = i == 2 ? "unknown" : "container";
+        CHECK_STR(sget(a.body, "run.sandbox"), "fake");
+        CHECK_STR(sget(a.body, "run.isolation"), want_tier);
+        CHECK_STR(sget(a.body, "run.environment"), "fake-session-env");
+        CHECK_STR(sget(a.body, "run.softwareIdentity"), "sw-1");
         json_t *rec = json_object_get(json_object_get(a.body, "run"), "record");
+        CHECK_STR(sget(rec, "isolation"), want_tier);
         CHECK(iget(rec, "version") == 2 && iget(rec, "sequence") == i + 1);
         CHECK_STR(sget(rec, "session"), fp);
         CHECK_STR(sget(rec, "previousSha256"), prev);

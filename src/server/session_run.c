@@ -358,24 +358,14 @@ static void fill_record(const struct srun *r, struct plm_record *rec, const char
     rec_request_digest(r->req, rec->request_sha256);
 }
 
-/* Fills what the provider left empty: the session's identity and environment (§2.2 Response). */
-static int complete(struct srun *r)
+/* The one stamp on a session call's answer (§2.2 Response): the provider, the environment and
+ * software identity the session opened with, and the isolation the provider measured for this call
+ * (res->tier, not the tier at open: a tier that fell shows; an unset one is unknown). */
+static int sess_stamp(struct srun *r)
 {
     struct plm_result *res = &r->res;
-    if (!res->sandbox)
-        res->sandbox = strdup(r->svc->provider->ops->name);
-    if (!res->isolation)
-        res->isolation = strdup(tier_name(r->s->tier));
-    if (!res->environment || !*res->environment) {
-        free(res->environment);
-        res->environment = strdup(r->s->environment);
-    }
-    if (!res->software_identity || !*res->software_identity) {
-        free(res->software_identity);
-        res->software_identity = strdup(r->s->software_identity);
-    }
     res->kind = r->req->kind;
-    return res->sandbox && res->isolation && res->environment && res->software_identity ? 0 : -1;
+    return plm_result_stamp(res, r->svc->provider->ops->name, r->s->environment, r->s->software_identity);
 }
 
 static void after_call(struct srun *r)
@@ -443,7 +433,7 @@ static void answer_unanswered(struct srun *r, const struct plm_err *err, struct 
 
 static int srun_answer(struct srun *r, struct rpc_answer *ans, struct plm_err *err)
 {
-    if (complete(r) < 0)
+    if (sess_stamp(r) < 0)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory completing a result");
     uint64_t calls;
     char prev[PLM_HEX_SHA256];

@@ -155,6 +155,7 @@ int wire_result_view(const Plimsoll__V1__RunResponse *m, struct wire_result_view
     struct plm_result *r = &v->res;
     r->sandbox = (char *)s_or_empty(m->sandbox);
     r->isolation = (char *)s_or_empty(m->isolation);
+    r->tier = tier_parse(r->isolation); /* the answer's own statement, read back the same way */
     r->environment = (char *)s_or_empty(m->environment);
     r->software_identity = (char *)s_or_empty(m->software_identity);
     r->duration_ms = m->duration_ms;

@@ -280,7 +280,6 @@ int dock_run_gate(struct dock_state *s, const struct plm_run_ctx *ctx, const str
                   struct plm_err *err);
 /* The same for a session's open and calls: the floor, a re-pointed tag, the proof. */
 int dock_session_gate(struct dock_state *s, enum plm_tier floor, struct plm_err *err);
-int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_result *out);
 
 int dock_preflight(struct dock_state *s, struct plm_err *err);
 int dock_smoke(struct dock_state *s, struct plm_err *err);

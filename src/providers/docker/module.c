@@ -57,11 +57,7 @@ int dock_run_module(struct dock_state *s, const struct plm_run_ctx *ctx, const s
     out->duration_ms = (int64_t)clock_mono_ms() - t0;
     struct plm_module_result m = {0};
     int rc = plm_module_outcome(req, &proj.project, 0, &m, err);
-    /* the identity the project stamped is the module image's: keep it */
-    out->sandbox = proj.sandbox, proj.sandbox = NULL;
-    out->isolation = proj.isolation, proj.isolation = NULL;
-    out->environment = proj.environment, proj.environment = NULL;
-    out->software_identity = proj.software_identity, proj.software_identity = NULL;
+    out->tier = proj.tier; /* measured by the project run it became */
     plm_result_done(&proj);
     out->kind = PLM_KIND_MODULE;
     out->module = m;

@@ -274,7 +274,6 @@ static int project_run(struct dock_state *s, enum dock_kind k, uint32_t timeout,
     }
     out->kind = PLM_KIND_PROJECT;
     out->project = pr;
-    if (dock_result_identity(s, k, out) < 0)
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    out->tier = dock_tier(s); /* the daemon stamps the image and identity Describe states */
     return 0;
 }

@@ -506,14 +506,6 @@ static int agent_call(struct dock_state *s, struct plm_session *h, const struct 
     return rr;
 }
 
-static int identity(struct dock_state *s, struct plm_result *out, struct plm_err *err)
-{
-    if (dock_result_identity(s, DOCK_SESSION, out) == 0)
-        return 0;
-    plm_result_done(out);
-    return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the call");
-}
-
 int dock_session_run_cell(struct plm_provider *p, struct plm_session *h, const struct plm_run_ctx *ctx,
                           const struct plm_request *req, struct plm_result *out, enum plm_session_end *ended,
                           struct plm_err *err)
@@ -544,7 +536,8 @@ int dock_session_run_cell(struct plm_provider *p, struct plm_session *h, const s
                                          .interpreter_ended = rep.ended};
     rep.out = rep.err = (struct plm_bytes){0}; /* moved */
     out->duration_ms = ms;
-    return identity(s, out, err);
+    out->tier = dock_tier(s); /* the daemon stamps the session's image and identity (session_run.c) */
+    return 0;
 }
 
 /* A granted snippet's socket, served for this call only. A refusal (nothing ran) when this session
@@ -591,7 +584,8 @@ int dock_session_run(struct plm_provider *p, struct plm_session *h, const struct
     out->js.out_truncated = rep.out_trunc;
     out->js.err_truncated = rep.err_trunc;
     out->duration_ms = ms;
-    return identity(s, out, err);
+    out->tier = dock_tier(s); /* the daemon stamps the session's image and identity (session_run.c) */
+    return 0;
 }
 
 /* ---- the startup sweep -------------------------------------------------------------------------- */

@@ -137,7 +137,6 @@ static int snippet_run(struct dock_state *s, uint32_t timeout, const char *code,
     dock_bytes_take(&c.s[0].keep, &out->js.out);
     dock_bytes_take(&c.s[1].keep, &out->js.err);
     out->duration_ms = dur;
-    if (dock_result_identity(s, DOCK_SNIPPET, out) < 0)
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    out->tier = dock_tier(s); /* the daemon stamps the image and identity Describe states */
     return 0;
 }

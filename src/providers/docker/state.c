@@ -54,10 +54,3 @@ int dock_session_gate(struct dock_state *s, enum plm_tier floor, struct plm_err 
         return plm_err_wrap(err, "docker");
     return 0;
 }
-
-int dock_result_identity(struct dock_state *s, enum dock_kind k, struct plm_result *out)
-{
-    char env[96];
-    snprintf(env, sizeof env, "docker-image:%s", s->id[k]);
-    return plm_result_stamp(out, "docker", dock_tier(s), env, s->software_identity[k]);
-}

@@ -74,32 +74,16 @@ static int ops_smoke(struct plm_provider *p, struct plm_err *err)
     return e2b_smoke(st(p), err);
 }
 
-/* The environment stated on a result: the same string Describe gives. */
-static int fix_environment(struct plm_provider *p, struct plm_result *out)
-{
-    struct plm_describe d;
-    ops_describe(p, &d);
-    free(out->environment);
-    out->environment = strdup(d.javascript.identity);
-    return out->environment ? 0 : -1;
-}
-
 static int ops_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
                       struct plm_result *out, struct plm_err *err)
 {
-    int rc = e2b_run_snippet(st(p), ctx, req, out, err);
-    if (rc == 0 && fix_environment(p, out) < 0)
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
-    return rc;
+    return e2b_run_snippet(st(p), ctx, req, out, err);
 }
 
 static int ops_run_project(struct plm_provider *p, const struct plm_run_ctx *ctx, const struct plm_request *req,
                            struct plm_result *out, struct plm_err *err)
 {
-    int rc = e2b_run_project(st(p), ctx, req, out, err);
-    if (rc == 0 && fix_environment(p, out) < 0)
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
-    return rc;
+    return e2b_run_project(st(p), ctx, req, out, err);
 }
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)

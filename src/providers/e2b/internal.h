@@ -193,7 +193,6 @@ int e2b_project_path(const char *rel, char *out, size_t cap);
 char *e2b_host_module(const char *guard_url, const char *client_js);
 /* The snippet file: the guard transport and client (when granted), then the code. */
 char *e2b_snippet_text(const char *guard_url, const char *client_js, const char *code);
-int e2b_result_identity(struct e2b_state *s, struct plm_result *out);
 /* The same, inside an existing sandbox (a session's): no create, no delete, no grant. cwd NULL =
  * envd's default. */
 int e2b_snippet_in(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_run_ctx *ctx,

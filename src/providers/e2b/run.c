@@ -91,13 +91,6 @@ int e2b_project_path(const char *rel, char *out, size_t cap)
     return 0;
 }
 
-int e2b_result_identity(struct e2b_state *s, struct plm_result *out)
-{
-    char env[200];
-    snprintf(env, sizeof env, "e2b-template:%s", s->template_id);
-    return plm_result_stamp(out, "e2b", PLM_TIER_VM, env, "");
-}
-
 int e2b_gate(struct e2b_state *s, const struct plm_run_ctx *ctx, const struct plm_request *req, struct plm_err *err)
 {
     /* (spec step 2) a grant needs the guard: refused before any VM exists */
@@ -166,7 +159,7 @@ static int snippet_in_vm(struct e2b_state *s, const struct e2b_sandbox *sb, cons
     return e2b_process(s, sb, "node", args, 1, cwd, env, api ? 1 : 0, deadline, pr, err);
 }
 
-static int snippet_result(struct e2b_state *s, struct e2b_proc_result *pr, struct plm_result *out, struct plm_err *err)
+static int snippet_result(struct e2b_proc_result *pr, struct plm_result *out)
 {
     out->kind = PLM_KIND_JAVASCRIPT;
     out->js.out = pr->out, out->js.err = pr->err;
@@ -175,8 +168,7 @@ static int snippet_result(struct e2b_state *s, struct e2b_proc_result *pr, struc
     out->js.exit_code = pr->exit_code;
     out->js.timed_out = pr->timed_out;
     out->duration_ms = pr->duration_ms;
-    if (e2b_result_identity(s, out) < 0)
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    out->tier = PLM_TIER_VM; /* the daemon stamps the template Describe states */
     return 0;
 }
 
@@ -210,7 +202,7 @@ int e2b_run_snippet(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     vm_close(s, &vm);
     if (rc < 0)
         return plm_err_wrap(err, "snippet");
-    return snippet_result(s, &pr, out, err);
+    return snippet_result(&pr, out);
 }
 
 int e2b_snippet_in(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_run_ctx *ctx,
@@ -228,7 +220,7 @@ int e2b_snippet_in(struct e2b_state *s, const struct e2b_sandbox *sb, const stru
     int rc = snippet_in_vm(s, sb, api, text ? text : req->js.code, deadline, cwd, &pr, err);
     if (rc < 0)
         return plm_err_wrap(err, "snippet");
-    return snippet_result(s, &pr, out, err);
+    return snippet_result(&pr, out);
 }
 
 static int setup_failed(struct plm_project_result *pr, const char *path)
@@ -382,7 +374,7 @@ static int project_in_vm(struct e2b_state *s, const struct e2b_sandbox *sb, cons
     return rc;
 }
 
-static int project_result(struct e2b_state *s, bool timed_out, struct plm_result *out, struct plm_err *err)
+static int project_result(bool timed_out, struct plm_result *out, struct plm_err *err)
 {
     struct plm_project_result *pr = &out->project;
     out->kind = PLM_KIND_PROJECT;
@@ -390,21 +382,22 @@ static int project_result(struct e2b_state *s, bool timed_out, struct plm_result
         pr->outcome = timed_out ? PLM_OUTCOME_TIMED_OUT : PLM_OUTCOME_COMPLETED;
         pr->detail = strdup(timed_out ? "run exceeded the time budget" : "");
     }
-    if (!pr->detail || e2b_result_identity(s, out) < 0)
+    if (!pr->detail)
         return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory");
+    out->tier = PLM_TIER_VM; /* the daemon stamps the template Describe states */
     return 0;
 }
 
 /* An escaping path is refused before any VM exists (validation refuses it earlier still):
  * 1 = reported in out, 0 = every path is fine, -1 = out of memory. */
-static int bad_path(struct e2b_state *s, const struct plm_request *req, struct plm_result *out)
+static int bad_path(const struct plm_request *req, struct plm_result *out)
 {
     char probe[LIM_PATH_MAX + 64];
     for (size_t i = 0; i < req->project.n_files; i++)
         if (e2b_project_path(req->project.files[i].path, probe, sizeof probe) < 0) {
             out->kind = PLM_KIND_PROJECT;
-            return setup_failed(&out->project, req->project.files[i].path) < 0 || e2b_result_identity(s, out) < 0
-                       ? -1 : 1;
+            out->tier = PLM_TIER_VM; /* nothing ran, but the answer states where it would have */
+            return setup_failed(&out->project, req->project.files[i].path) < 0 ? -1 : 1;
         }
     return 0;
 }
@@ -417,7 +410,7 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
     const struct plm_host_api *api = ctx->host_api;
-    int bp = bad_path(s, req, out);
+    int bp = bad_path(req, out);
     if (bp != 0)
         return bp < 0 ? plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory") : 0;
     struct vm vm;
@@ -428,7 +421,7 @@ int e2b_run_project(struct e2b_state *s, const struct plm_run_ctx *ctx, const st
     vm_close(s, &vm);
     if (rc < 0)
         return plm_err_wrap(err, "project");
-    return project_result(s, timed_out, out, err);
+    return project_result(timed_out, out, err);
 }
 
 int e2b_project_in(struct e2b_state *s, const struct e2b_sandbox *sb, const struct plm_run_ctx *ctx,
@@ -438,11 +431,11 @@ int e2b_project_in(struct e2b_state *s, const struct e2b_sandbox *sb, const stru
     int64_t deadline;
     if (run_begin(s, ctx, req, &budget, &deadline, err) < 0)
         return -1;
-    int bp = bad_path(s, req, out);
+    int bp = bad_path(req, out);
     if (bp != 0)
         return bp < 0 ? plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory") : 0;
     bool timed_out = false;
     if (project_in_vm(s, sb, ctx->host_api, req, deadline, &out->project, &timed_out, err) < 0)
         return plm_err_wrap(err, "project");
-    return project_result(s, timed_out, out, err);
+    return project_result(timed_out, out, err);
 }

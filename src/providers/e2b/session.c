@@ -187,19 +187,12 @@ static int write_cell_files(struct plm_session *ss, const struct plm_request *re
                       "file 1..%zu of %zu: the files could not all be written (EIO: %s); the code was not run", n, n, why);
 }
 
-/* The result's sandbox, tier and identity (run.c's, when a snippet or project already set them),
- * with the environment Describe states (the endpoint included when it is not E2B's). */
-static int fill_identity(struct e2b_state *s, struct plm_result *out, struct plm_err *err)
+/* The tier of the call (run.c's, when a snippet or project already set it); the daemon stamps the
+ * environment the session opened with, e2b_identity's (session_run.c). */
+static int measured(struct plm_result *out)
 {
-    if (out->sandbox || e2b_result_identity(s, out) == 0) {
-        char ident[160];
-        e2b_identity(s, ident, sizeof ident);
-        free(out->environment);
-        if ((out->environment = strdup(ident)))
-            return 0;
-    }
-    plm_result_done(out);
-    return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the call");
+    out->tier = PLM_TIER_VM;
+    return 0;
 }
 
 int e2b_ops_session_cell(struct plm_provider *p, struct plm_session *ss, const struct plm_run_ctx *ctx,
@@ -265,7 +258,7 @@ int e2b_ops_session_cell(struct plm_provider *p, struct plm_session *ss, const s
                                          .out_truncated = r.out_truncated, .err_truncated = r.err_truncated,
                                          .interpreter_started = started, .interpreter_ended = r.ended};
     out->duration_ms = r.duration_ms;
-    return fill_identity(s, out, err);
+    return measured(out);
 }
 
 int e2b_ops_session_run(struct plm_provider *p, struct plm_session *ss, const struct plm_run_ctx *ctx,
@@ -287,7 +280,7 @@ int e2b_ops_session_run(struct plm_provider *p, struct plm_session *ss, const st
         return -1;
     }
     sweep_after_call(ss, ended);
-    return fill_identity(s, out, err) < 0 ? -1 : 0;
+    return measured(out);
 }
 
 int e2b_ops_session_close(struct plm_provider *p, struct plm_session *ss, struct plm_err *err)

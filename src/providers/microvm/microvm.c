@@ -154,10 +154,7 @@ static int mv_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, cons
         return -1;
     out->kind = PLM_KIND_JAVASCRIPT;
     out->duration_ms = ms;
-    if (plm_result_stamp(out, "microvm", tier, s->identity, NULL) < 0) {
-        plm_result_done(out);
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the run");
-    }
+    out->tier = tier; /* the daemon stamps the environment Describe states (s->identity) */
     return 0;
 }
 
@@ -194,10 +191,7 @@ static int mv_run_project_op(struct plm_provider *p, const struct plm_run_ctx *c
         return -1;
     }
     out->duration_ms = ms;
-    if (plm_result_stamp(out, "microvm", tier, ps->identity, NULL) < 0) {
-        plm_result_done(out);
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the run");
-    }
+    out->tier = tier; /* the daemon stamps the environment Describe states (ps->identity) */
     return 0;
 }
 

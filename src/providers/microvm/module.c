@@ -79,10 +79,7 @@ int mv_run_module(struct mv_state *s, const struct plm_run_ctx *ctx, const struc
     out->kind = PLM_KIND_MODULE;
     out->module = m;
     out->duration_ms = ms;
-    if (plm_result_stamp(out, "microvm", PLM_TIER_VM, ps->identity, NULL) < 0) {
-        plm_result_done(out);
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the run");
-    }
+    out->tier = PLM_TIER_VM; /* the daemon stamps the environment Describe states (ps->identity) */
     return rc;
 }
 

@@ -124,10 +124,7 @@ static int qjs_run_js(struct plm_provider *p, const struct plm_run_ctx *ctx, con
         return -1;
     out->kind = PLM_KIND_JAVASCRIPT;
     out->duration_ms = ms;
-    if (plm_result_stamp(out, "quickjs", tier, s->identity, NULL) < 0) {
-        plm_result_done(out);
-        return plm_fail(err, ENOMEM, PLM_E_INTERNAL, "out of memory after the run");
-    }
+    out->tier = tier; /* the daemon stamps the environment Describe states (s->identity) */
     return 0;
 }
 
