@@ -165,8 +165,11 @@ static void refill_loop(struct plm_pool *p)
                 p->ops->kill(p->ctx, p->scratch + i * p->cfg.item_size);
             pthread_mutex_lock(&p->mu);
         }
-        if (r < 0) {
+        if (r < 0)
             p->st.failures++;
+        /* A fill that made nothing it was asked for (or a tending call that left the ring full)
+         * backs off too: never a spin. */
+        if (r < 0 || (!got && (want || p->n >= p->cfg.size))) {
             backoff = backoff ? (backoff * 2 > p->cfg.backoff_max_ms ? p->cfg.backoff_max_ms : backoff * 2)
                               : p->cfg.backoff_min_ms;
             back_off(p, backoff);

@@ -24,8 +24,8 @@ struct plm_pool_ops {
      * sets *got. 0: the batch is done (err->msg non-empty keeps a warning as the pool's last
      * error; empty clears it). -1: it failed (err says why; the *got items made before the failure
      * still count): the thread backs off (backoff_min_ms doubling up to backoff_max_ms, reset by
-     * the next 0) and the text is kept for takes that time out. want is 0 only for the tending
-     * call of idle_until below. */
+     * the next 0) and the text is kept for takes that time out; so does a 0 that made nothing (no
+     * spin). want is 0 only for the tending call of idle_until below. */
     int (*fill)(void *ctx, void *items, size_t want, size_t *got, struct plm_err *err);
     /* Ends an item that will never be handed out: dropped at take as dead, made when the ring was
      * full or stopping, drained, or still ready at free. Any thread. */
