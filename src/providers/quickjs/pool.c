@@ -1,6 +1,7 @@
 /* pool.c: the zygote and the pool of ready, never-used QuickJS workers (monitor side).
- * Owns: the zygote process and its control socket (refill thread only), the ready ring (under
- *   mu), every worker until qjs_pool_take() hands it out.
+ * Owns: the zygote process and its control socket (refill thread only), every worker until
+ *   qjs_pool_take() hands it out (the ready ring, its waits and backoff are core/pool.h's: this
+ *   file is its fill, thread_start and thread_end ops, and the reaper).
  * Trusts: the zygote's replies only after qf_hdr_decode(); a worker not at all (the pool never
  *   reads from one: the monitor checks READY when it takes it).
  * Invariant: one long-lived refill thread spawns the zygote (its parent-death signal, and its
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "../../core/cleanup.h"
+#include "../../core/pool.h"
 #include "confine.h"
 #include "frame.h"
 #include "quickjs.h"
@@ -40,23 +42,26 @@
 /* Killed workers waiting for the reaper; when full, the caller reaps synchronously. */
 #define POOL_REAP_MAX 1024
 
+/* The refill thread's backoff for zygote recycles: 20 ms doubling to 1 s after a failure, 0 after
+ * a success (a failed fill itself is backed off by core/pool). */
+struct refill {
+    unsigned backoff_ms;
+    int64_t retry_ms;
+    struct plm_err err;
+};
+
 struct qjs_pool {
     struct qjs_pool_cfg cfg;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_ready;  /* takers: a worker arrived, or the pool stopped */
-    pthread_cond_t cv_refill; /* refill thread: a worker left, or stop */
-    struct qjs_worker *ring;  /* cfg.size slots, FIFO */
-    size_t head, n;
-    bool stop;
-    int started;              /* 0 pending, 1 zygote up once, -1 first start failed */
-    struct plm_err start_err;
-    bool zygote_up;
-    unsigned ns;
-    char broken[200];         /* last zygote failure, "" while healthy */
+    struct plm_pool *pool;
+    pthread_mutex_t mu;       /* the reap queue */
+    bool stop;                /* the reaper: drain and leave */
+    bool zygote_up;           /* atomic */
+    unsigned ns;              /* atomic */
     pid_t reap[POOL_REAP_MAX]; /* SIGKILLed, not yet waited for (under mu) */
     size_t reap_head, reap_n;
     pthread_cond_t cv_reap;
     pthread_t reaper;
+    bool reaper_up;
     pid_t zyg_pid_pub;        /* zyg_pid for readers on other threads (atomic) */
     uint64_t recycled;        /* zygotes retired for their fork count or age (atomic) */
     /* Refill thread only: */
@@ -65,7 +70,8 @@ struct qjs_pool {
     uint32_t zyg_forks;       /* SPAWNs sent to the current zygote */
     int64_t zyg_born_ms;      /* when it said HELLO */
     uint64_t seq;
-    pthread_t thread;
+    char broken[200];         /* last zygote failure, "" while healthy */
+    struct refill r;
 };
 
 int qjs_worker_end(struct qjs_worker *w)
@@ -119,9 +125,7 @@ static void zygote_stop(struct qjs_pool *p)
             ;
     }
     p->zyg_pid = -1;
-    pthread_mutex_lock(&p->mu);
-    p->zygote_up = false;
-    pthread_mutex_unlock(&p->mu);
+    __atomic_store_n(&p->zygote_up, false, __ATOMIC_RELEASE);
 }
 
 /* posix_spawn (vfork+exec underneath: safe in a multi-threaded daemon) of the worker binary
@@ -197,11 +201,9 @@ static int zygote_start(struct qjs_pool *p, struct plm_err *err)
     p->zyg_fd = take_fd(&mine);
     p->zyg_forks = 0;
     p->zyg_born_ms = (int64_t)clock_mono_ms();
-    pthread_mutex_lock(&p->mu);
-    p->zygote_up = true;
-    p->ns = ns;
+    __atomic_store_n(&p->ns, ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->zygote_up, true, __ATOMIC_RELEASE);
     p->broken[0] = 0;
-    pthread_mutex_unlock(&p->mu);
     return 0;
 }
 
@@ -361,55 +363,18 @@ static int zygote_recycle(struct qjs_pool *p, struct plm_err *err)
     __atomic_add_fetch(&p->recycled, 1, __ATOMIC_RELAXED);
     if (!by_age)
         return 0;
-    struct qjs_worker stale[QJS_MAX_POOL];
-    size_t n = 0;
-    pthread_mutex_lock(&p->mu);
-    while (p->n > 0 && n < QJS_MAX_POOL) {
-        stale[n++] = p->ring[p->head];
-        p->head = (p->head + 1) % p->cfg.size;
-        p->n--;
-    }
-    pthread_mutex_unlock(&p->mu);
-    for (size_t i = 0; i < n; i++)
-        qjs_pool_discard(p, &stale[i]);
+    plm_pool_drain(p->pool); /* each to qjs_pool_discard */
     return 0;
 }
-
-/* Sleeps on cv_refill (mu held) until a worker is wanted, stop, or the zygote's age is up. */
-static void wait_for_work(struct qjs_pool *p)
-{
-    while (!p->stop && p->n >= p->cfg.size) {
-        if (p->zyg_fd < 0) {
-            pthread_cond_wait(&p->cv_refill, &p->mu);
-            continue;
-        }
-        int64_t due = p->zyg_born_ms + (int64_t)p->cfg.zygote_age_ms;
-        if ((int64_t)clock_mono_ms() >= due)
-            return;
-        struct timespec dl = {.tv_sec = (time_t)(due / 1000), .tv_nsec = (long)(due % 1000) * 1000000};
-        pthread_cond_timedwait(&p->cv_refill, &p->mu, &dl);
-    }
-}
-
-/* The refill thread's backoff: 20 ms doubling to 1 s after a failure, 0 after a success. */
-struct refill {
-    unsigned backoff_ms;
-    int64_t retry_ms;
-    struct plm_err err;
-};
 
 static unsigned next_backoff(unsigned ms)
 {
     return ms ? (ms * 2 > 1000 ? 1000 : ms * 2) : 20;
 }
 
-static void say_broken(struct qjs_pool *p, const char *why, bool wake)
+static void say_broken(struct qjs_pool *p, const char *why)
 {
-    pthread_mutex_lock(&p->mu);
     snprintf(p->broken, sizeof p->broken, "%.190s", why);
-    if (wake)
-        pthread_cond_broadcast(&p->cv_ready);
-    pthread_mutex_unlock(&p->mu);
 }
 
 /* A spent zygote is replaced, at most once per backoff. */
@@ -420,7 +385,7 @@ static void recycle_if_spent(struct qjs_pool *p, struct refill *r)
     if (zygote_recycle(p, &r->err) < 0) {
         char why[sizeof p->broken];
         snprintf(why, sizeof why, "recycling the zygote: %.170s", r->err.msg);
-        say_broken(p, why, false);
+        say_broken(p, why);
         r->backoff_ms = next_backoff(r->backoff_ms);
         r->retry_ms = (int64_t)clock_mono_ms() + r->backoff_ms;
     } else {
@@ -428,85 +393,85 @@ static void recycle_if_spent(struct qjs_pool *p, struct refill *r)
     }
 }
 
-/* A zygote to fork from: started again (after the backoff) when the last one stopped. */
+/* A zygote to fork from: started again when the last one stopped (the pool has backed off
+ * since the failure that stopped it). */
 static bool have_zygote(struct qjs_pool *p, struct refill *r)
 {
     if (p->zyg_fd >= 0)
         return true;
-    if (r->backoff_ms)
-        usleep(r->backoff_ms * 1000);
     if (zygote_start(p, &r->err) < 0) {
-        say_broken(p, r->err.msg, true);
+        say_broken(p, r->err.msg);
         r->backoff_ms = next_backoff(r->backoff_ms);
         return false;
     }
     return true;
 }
 
-/* One batch of fresh workers forked and put in the ring (ended when the pool stopped or filled
- * meanwhile). */
-static void add_batch(struct qjs_pool *p, size_t need, struct refill *r)
+/* One batch of fresh workers forked into out. -1 when the zygote failed (it is stopped, to be
+ * restarted after the pool's backoff). */
+static int add_batch(struct qjs_pool *p, size_t need, struct qjs_worker *out, size_t *got, struct refill *r)
 {
-    struct qjs_worker fresh[POOL_BATCH];
-    size_t got = 0;
     /* A spent zygote that could not be replaced still serves (within the backoff): better a
      * run on an old layout than no run. Otherwise never past its fork budget. */
     size_t left = p->zyg_forks < p->cfg.zygote_forks ? p->cfg.zygote_forks - p->zyg_forks : POOL_BATCH;
     size_t batch = need > POOL_BATCH ? POOL_BATCH : need;
-    if (spawn_batch(p, batch > left ? left : batch, fresh, &got) < 0) {
+    if (spawn_batch(p, batch > left ? left : batch, out, got) < 0) {
         zygote_stop(p);
-        say_broken(p, "zygote stopped answering; restarting it", false);
+        say_broken(p, "zygote stopped answering; restarting it");
         r->backoff_ms = r->backoff_ms ? r->backoff_ms : 20;
-    } else if (got > 0) {
-        r->backoff_ms = 0;
+        return -1;
     }
-    pthread_mutex_lock(&p->mu);
-    for (size_t i = 0; i < got; i++) {
-        if (p->stop || p->n >= p->cfg.size) {
-            qjs_worker_end(&fresh[i]);
-            continue;
-        }
-        p->ring[(p->head + p->n) % p->cfg.size] = fresh[i];
-        p->n++;
+    if (*got == 0) { /* the zygote answered, but forked nothing: back off rather than spin */
+        say_broken(p, "the zygote could not fork a worker");
+        return -1;
     }
-    pthread_cond_broadcast(&p->cv_ready);
-    pthread_mutex_unlock(&p->mu);
+    r->backoff_ms = 0;
+    return 0;
 }
 
-static void *refill_main(void *arg)
+/* core/pool's fill, on the refill thread: recycle a spent zygote, then a batch from the zygote.
+ * want 0: the ring is full and the zygote's age is up (idle_until). */
+static int pool_fill(void *ctx, void *items, size_t want, size_t *got, struct plm_err *err)
 {
-    struct qjs_pool *p = arg;
-    struct refill r = {0};
-    int first = zygote_start(p, &r.err);
-    pthread_mutex_lock(&p->mu);
-    p->started = first < 0 ? -1 : 1;
-    p->start_err = r.err;
-    pthread_cond_broadcast(&p->cv_ready);
-    pthread_mutex_unlock(&p->mu);
-    if (first < 0)
-        return NULL;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        wait_for_work(p);
-        bool stop = p->stop;
-        pthread_mutex_unlock(&p->mu);
-        if (stop)
-            break;
-        recycle_if_spent(p, &r);
-        pthread_mutex_lock(&p->mu);
-        size_t need = p->cfg.size - p->n;
-        pthread_mutex_unlock(&p->mu);
-        if (need == 0) {
-            if (zygote_spent(p)) /* the recycle failed: try again after the backoff */
-                usleep(r.backoff_ms * 1000);
-            continue;
-        }
-        if (have_zygote(p, &r))
-            add_batch(p, need, &r);
-    }
-    zygote_stop(p);
-    return NULL;
+    struct qjs_pool *p = ctx;
+    recycle_if_spent(p, &p->r);
+    int rc = 0;
+    if (want == 0)
+        rc = zygote_spent(p) ? -1 : 0; /* the recycle failed: try again after the backoff */
+    else if (!have_zygote(p, &p->r) || add_batch(p, want, items, got, &p->r) < 0)
+        rc = -1;
+    if (rc < 0 || p->broken[0]) /* the text a timed-out take reports ("" while healthy) */
+        plm_fail(err, 0, PLM_E_INTERNAL, "%s", p->broken[0] ? p->broken : "zygote spent");
+    return rc;
 }
+
+static int pool_thread_start(void *ctx, struct plm_err *err)
+{
+    return zygote_start(ctx, err);
+}
+
+static void pool_thread_end(void *ctx)
+{
+    zygote_stop(ctx);
+}
+
+static void pool_kill(void *ctx, void *item)
+{
+    qjs_pool_discard(ctx, item);
+}
+
+/* While the ring is full the refill thread wakes when the zygote's age is up. */
+static uint64_t pool_idle_until(void *ctx)
+{
+    struct qjs_pool *p = ctx;
+    return p->zyg_fd < 0 ? 0 : (uint64_t)(p->zyg_born_ms + (int64_t)p->cfg.zygote_age_ms);
+}
+
+static const struct plm_pool_ops qjs_pool_ops = {.fill = pool_fill,
+                                                 .kill = pool_kill,
+                                                 .thread_start = pool_thread_start,
+                                                 .thread_end = pool_thread_end,
+                                                 .idle_until = pool_idle_until};
 
 struct qjs_pool *qjs_pool_new(const struct qjs_pool_cfg *cfg, struct plm_err *err)
 {
@@ -516,38 +481,27 @@ struct qjs_pool *qjs_pool_new(const struct qjs_pool_cfg *cfg, struct plm_err *er
     p->cfg = *cfg;
     p->zyg_fd = -1;
     p->zyg_pid = -1;
-    p->ring = calloc(cfg->size, sizeof *p->ring);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv_ready, &ca);
-    pthread_cond_init(&p->cv_refill, &ca);
     pthread_cond_init(&p->cv_reap, &ca);
     pthread_condattr_destroy(&ca);
-    if (!p->ring || pthread_create(&p->reaper, NULL, reaper_main, p) != 0) {
-        free(p->ring);
-        free(p);
-        return plm_fail(err, errno, PLM_E_INTERNAL, "pool: cannot start"), NULL;
+    if (pthread_create(&p->reaper, NULL, reaper_main, p) != 0) {
+        plm_fail(err, errno, PLM_E_INTERNAL, "pool: cannot start");
+        qjs_pool_free(p);
+        return NULL;
     }
-    if (pthread_create(&p->thread, NULL, refill_main, p) != 0) {
-        pthread_mutex_lock(&p->mu);
-        p->stop = true;
-        pthread_cond_broadcast(&p->cv_reap);
-        pthread_mutex_unlock(&p->mu);
-        pthread_join(p->reaper, NULL);
-        free(p->ring);
-        free(p);
-        return plm_fail(err, errno, PLM_E_INTERNAL, "pool: cannot start"), NULL;
-    }
-    pthread_mutex_lock(&p->mu);
-    while (p->started == 0)
-        pthread_cond_wait(&p->cv_ready, &p->mu);
-    int started = p->started;
-    if (started < 0 && err)
-        *err = p->start_err;
-    pthread_mutex_unlock(&p->mu);
-    if (started < 0) {
+    p->reaper_up = true;
+    struct plm_pool_cfg pc = {.item_size = sizeof(struct qjs_worker),
+                              .size = cfg->size,
+                              .batch = POOL_BATCH,
+                              .backoff_min_ms = 20,
+                              .backoff_max_ms = 1000};
+    /* The zygote is started by the pool's refill thread (thread_start): its parent-death signal,
+     * and its workers', are bound to that thread, which lives until free. */
+    p->pool = plm_pool_new(&pc, &qjs_pool_ops, p, err);
+    if (!p->pool || plm_pool_start(p->pool, err) < 0) {
         qjs_pool_free(p);
         return NULL;
     }
@@ -558,63 +512,32 @@ void qjs_pool_free(struct qjs_pool *p)
 {
     if (!p)
         return;
+    plm_pool_free(p->pool); /* joins the refill thread (which stops the zygote), discards the ready */
     pthread_mutex_lock(&p->mu);
     p->stop = true;
-    pthread_cond_broadcast(&p->cv_refill);
-    pthread_cond_broadcast(&p->cv_ready);
     pthread_cond_broadcast(&p->cv_reap);
     pthread_mutex_unlock(&p->mu);
-    pthread_join(p->thread, NULL);
-    pthread_join(p->reaper, NULL); /* it drains its queue before leaving */
-    for (size_t i = 0; i < p->n; i++)
-        qjs_worker_end(&p->ring[(p->head + i) % p->cfg.size]);
+    if (p->reaper_up)
+        pthread_join(p->reaper, NULL); /* it drains its queue before leaving */
     pthread_cond_destroy(&p->cv_reap);
-    pthread_cond_destroy(&p->cv_ready);
-    pthread_cond_destroy(&p->cv_refill);
     pthread_mutex_destroy(&p->mu);
-    free(p->ring);
     free(p);
 }
 
 int qjs_pool_take(struct qjs_pool *p, uint32_t wait_ms, struct qjs_worker *out, struct plm_err *err)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += wait_ms / 1000;
-    dl.tv_nsec += (long)(wait_ms % 1000) * 1000000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
-    pthread_mutex_lock(&p->mu);
-    while (p->n == 0 && !p->stop) {
-        pthread_cond_signal(&p->cv_refill);
-        if (pthread_cond_timedwait(&p->cv_ready, &p->mu, &dl) == ETIMEDOUT && p->n == 0) {
-            char why[sizeof p->broken];
-            snprintf(why, sizeof why, "%s", p->broken[0] ? p->broken : "pool busy");
-            pthread_mutex_unlock(&p->mu);
-            return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL,
-                               "no quickjs worker within %u ms: %s", wait_ms, why);
-        }
-    }
-    if (p->stop) {
-        pthread_mutex_unlock(&p->mu);
-        return plm_fail(err, 0, PLM_E_INTERNAL, "quickjs provider is shutting down");
-    }
-    *out = p->ring[p->head];
-    p->head = (p->head + 1) % p->cfg.size;
-    p->n--;
-    pthread_cond_signal(&p->cv_refill);
-    pthread_mutex_unlock(&p->mu);
-    return 0;
+    struct plm_err e; /* filled only on failure: the hot path stays the lock and one copy */
+    if (plm_pool_take(p->pool, wait_ms, out, &e) == 0)
+        return 0;
+    if (e.errnum == ETIMEDOUT)
+        return plm_fail(err, ETIMEDOUT, PLM_E_INTERNAL, "no quickjs worker within %u ms: %.200s", wait_ms,
+                        e.msg[0] ? e.msg : "pool busy");
+    return plm_fail(err, 0, PLM_E_INTERNAL, "quickjs provider is shutting down");
 }
 
 unsigned qjs_pool_ns(struct qjs_pool *p)
 {
-    pthread_mutex_lock(&p->mu);
-    unsigned ns = p->ns;
-    pthread_mutex_unlock(&p->mu);
-    return ns;
+    return __atomic_load_n(&p->ns, __ATOMIC_RELAXED);
 }
 
 uint64_t qjs_pool_recycled(struct qjs_pool *p)
@@ -629,8 +552,5 @@ pid_t qjs_pool_zygote_pid(struct qjs_pool *p)
 
 bool qjs_pool_alive(struct qjs_pool *p)
 {
-    pthread_mutex_lock(&p->mu);
-    bool up = p->zygote_up && !p->stop;
-    pthread_mutex_unlock(&p->mu);
-    return up;
+    return __atomic_load_n(&p->zygote_up, __ATOMIC_ACQUIRE);
 }
