@@ -39,11 +39,6 @@ static void *slot(struct plm_pool *p, size_t i)
     return p->ring + ((p->head + i) % p->cfg.size) * p->cfg.item_size;
 }
 
-static struct timespec mono_at(uint64_t ms)
-{
-    return (struct timespec){.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
-}
-
 struct plm_pool *plm_pool_new(const struct plm_pool_cfg *cfg, const struct plm_pool_ops *ops, void *ctx,
                               struct plm_err *err)
 {
@@ -71,13 +66,9 @@ struct plm_pool *plm_pool_new(const struct plm_pool_cfg *cfg, const struct plm_p
     }
     p->ops = ops;
     p->ctx = ctx;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv_ready, &ca);
-    pthread_cond_init(&p->cv_refill, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&p->cv_ready);
+    clock_cond_init(&p->cv_refill);
     return p;
 }
 
@@ -107,7 +98,7 @@ static bool wait_for_room(struct plm_pool *p)
     }
     if (clock_mono_ms() >= due)
         return true;
-    struct timespec dl = mono_at(due);
+    struct timespec dl = clock_mono_at(due);
     pthread_cond_timedwait(&p->cv_refill, &p->mu, &dl);
     return false;
 }
@@ -116,7 +107,7 @@ static bool wait_for_room(struct plm_pool *p)
 static void back_off(struct plm_pool *p, uint32_t ms)
 {
     uint64_t until = clock_mono_ms() + ms;
-    struct timespec dl = mono_at(until);
+    struct timespec dl = clock_mono_at(until);
     while (!p->stop && clock_mono_ms() < until)
         pthread_cond_timedwait(&p->cv_refill, &p->mu, &dl);
 }
@@ -246,7 +237,7 @@ static void pop(struct plm_pool *p, void *item)
 
 int plm_pool_take(struct plm_pool *p, uint32_t wait_ms, void *item, struct plm_err *err)
 {
-    struct timespec dl = mono_at(clock_mono_ms() + wait_ms);
+    struct timespec dl = clock_mono_at(clock_mono_ms() + wait_ms);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (p->n == 0 && !p->stop) {

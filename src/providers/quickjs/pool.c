@@ -481,12 +481,8 @@ struct qjs_pool *qjs_pool_new(const struct qjs_pool_cfg *cfg, struct plm_err *er
     p->cfg = *cfg;
     p->zyg_fd = -1;
     p->zyg_pid = -1;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv_reap, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&p->cv_reap);
     if (pthread_create(&p->reaper, NULL, reaper_main, p) != 0) {
         plm_fail(err, errno, PLM_E_INTERNAL, "pool: cannot start");
         qjs_pool_free(p);
