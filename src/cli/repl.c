@@ -93,11 +93,9 @@ static char *next_cell(bool tty, struct cli_cell *cell)
     }
 }
 
-int cli_cmd_repl(int argc, char **argv)
+/* Stage 1: the options, judged locally. 0 to go on, -1 after --help, or the usage exit status. */
+static int repl_parse(int argc, char **argv, struct cli_session *r, const char **owner, struct cli_target *target)
 {
-    struct cli_session r = {.language = "javascript", .floor = "", .floor_tier = PLM_TIER_UNKNOWN, .out = stdout, .err = stderr};
-    const char *owner = NULL, *timeout_arg = NULL;
-    struct cli_target target = {0};
     static const struct option opts[] = {
         {"language", required_argument, NULL, 'l'}, {"min-isolation", required_argument, NULL, 'i'},
         {"timeout", required_argument, NULL, 't'},  {"owner", required_argument, NULL, 'o'},
@@ -107,11 +105,11 @@ int cli_cmd_repl(int argc, char **argv)
     opterr = 0;
     optind = 0;
     /* language and floor start with defaults; each is still accepted once only. */
-    const char *language = NULL, *floor = NULL;
+    const char *language = NULL, *floor = NULL, *timeout_arg = NULL;
     int c, e;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         const char **slot = c == 'l' ? &language : c == 'i' ? &floor : c == 't' ? &timeout_arg
-                            : c == 'o' ? &owner : NULL;
+                            : c == 'o' ? owner : NULL;
         if (slot) {
             if ((e = cli_opt_once("repl", opts, c, slot)))
                 return e;
@@ -119,29 +117,40 @@ int cli_cmd_repl(int argc, char **argv)
         }
         if (c == 'h') {
             cli_usage_repl(stdout);
-            return 0;
+            return -1;
         }
-        if ((e = cli_opt_where("repl", c, argv, &target.where)))
+        if ((e = cli_opt_where("repl", c, argv, &target->where)))
             return e;
     }
     if (language)
-        r.language = language;
+        r->language = language;
     if (floor)
-        r.floor = floor;
+        r->floor = floor;
     if (optind < argc)
         return cli_usage_error("repl", "unexpected argument `%s`", argv[optind]);
-    if (strcmp(r.language, "javascript") && strcmp(r.language, "python"))
-        return cli_usage_error("repl", "--language `%s`: javascript or python", r.language);
+    if (strcmp(r->language, "javascript") && strcmp(r->language, "python"))
+        return cli_usage_error("repl", "--language `%s`: javascript or python", r->language);
     struct plm_err err = {0};
-    if (tier_parse_floor(r.floor, &r.floor_tier, &err) < 0)
-        return cli_usage_error("repl", "--min-isolation `%s`: must be process, container, kernel or vm", r.floor);
+    if (tier_parse_floor(r->floor, &r->floor_tier, &err) < 0)
+        return cli_usage_error("repl", "--min-isolation `%s`: must be process, container, kernel or vm", r->floor);
     if (timeout_arg) {
         char *end;
         double s = strtod(timeout_arg, &end);
         if (*end || !(s > 0 && s <= 300))
             return cli_usage_error("repl", "--timeout `%s`: seconds, 0 < S <= 300", timeout_arg);
-        r.timeout_ms = (int32_t)(s * 1000);
+        r->timeout_ms = (int32_t)(s * 1000);
     }
+    return 0;
+}
+
+int cli_cmd_repl(int argc, char **argv)
+{
+    struct cli_session r = {.language = "javascript", .floor = "", .floor_tier = PLM_TIER_UNKNOWN, .out = stdout, .err = stderr};
+    const char *owner = NULL;
+    struct cli_target target = {0};
+    int parsed = repl_parse(argc, argv, &r, &owner, &target);
+    if (parsed)
+        return parsed < 0 ? 0 : parsed;
     int rc = cli_target_open(&target, "repl");
     if (rc)
         return rc;
