@@ -237,7 +237,8 @@ static void pop(struct plm_pool *p, void *item)
 
 int plm_pool_take(struct plm_pool *p, uint32_t wait_ms, void *item, struct plm_err *err)
 {
-    struct timespec dl = clock_mono_at(clock_mono_ms() + wait_ms);
+    /* No clock reading when the caller will not wait (the quickjs take path). */
+    struct timespec dl = wait_ms ? clock_mono_after(wait_ms) : (struct timespec){0};
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (p->n == 0 && !p->stop) {
